@@ -1,0 +1,66 @@
+"""The torch op `kb14::div_sum_scale`: its Python entry point, fake kernel and autograd.
+
+The kernels themselves (CPU and CUDA) are registered from C++ by the sources in this
+folder; this module adds what `torch.compile` and autograd need, and the plain
+reference the kernels must match bit for bit.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+OP = torch.ops.kb14.div_sum_scale.default
+OP_NAME = "kb14::div_sum_scale"
+
+
+def div_sum_scale_reference(y: torch.Tensor, divisor: float, scale: float) -> torch.Tensor:
+    """The tail of KernelBench L2/14, written as the reference writes it."""
+    return torch.sum(y / divisor, dim=1, keepdim=True) * scale
+
+
+def _as_number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"div_sum_scale: {name} must be a Python int or float, got {type(value).__name__}"
+            " (a tensor divisor would change the reference's arithmetic on CUDA)"
+        )
+    return float(value)
+
+
+def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> torch.Tensor:
+    """`torch.sum(y / divisor, dim=1, keepdim=True) * scale`, fused into one pass.
+
+    Returns the same shape, dtype, device and bits as that expression for a 2-D
+    floating-point `y` (float32, float64, float16, bfloat16), on CPU and CUDA.
+    """
+    if not isinstance(y, torch.Tensor):
+        raise TypeError(f"div_sum_scale: y must be a torch.Tensor, got {type(y).__name__}")
+    return OP(y, _as_number(divisor, "divisor"), _as_number(scale, "scale"))
+
+
+@torch.library.register_fake(OP_NAME)
+def _fake(y, divisor, scale):
+    torch._check(y.dim() == 2, lambda: f"div_sum_scale: y must be 2-D, got {y.dim()}-D")
+    torch._check(
+        y.dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16),
+        lambda: f"div_sum_scale: y must be a floating dtype, got {y.dtype}",
+    )
+    return y.new_empty((y.shape[0], 1))
+
+
+def _setup_context(ctx, inputs, output):
+    y, divisor, scale = inputs
+    ctx.y_shape = y.shape
+    ctx.divisor = divisor
+    ctx.scale = scale
+
+
+def _backward(ctx, grad):
+    # The reference's chain rule, op for op (MulBackward, SumBackward, DivBackward),
+    # so the gradient has the reference's bits.
+    return (grad * ctx.scale).expand(ctx.y_shape) / ctx.divisor, None, None
+
+
+torch.library.register_autograd(OP_NAME, _backward, setup_context=_setup_context)
