@@ -1,2 +1,617 @@
-// Placeholder: the CUDA kernel lands with the CUDA issue.
+// CUDA implementation of kb14::div_sum_scale: `torch.sum(y / d, 1, keepdim=True) * s`
+// in one pass over y, with the reference's bits.
+//
+// The reference runs three kernels: the true-divide (a multiply by the reciprocal
+// 1/d computed on the host, since d is a CPU scalar), ATen's reduction
+// (Reduce.cuh), and the multiply by s. Its sum's order is fixed by the launch
+// configuration Reduce.cuh picks for the shape and the GPU: which elements each
+// *logical* thread (lane x, warp y, block c) accumulates into its per-thread
+// accumulators, then the tree across lanes, across warps and across blocks. The
+// host code below recomputes that configuration (`plan_reference_sum`); the device
+// code performs those additions in that order. How the work is laid out on the
+// chip is ours: a physical thread may play several logical threads and issues all
+// of its loads before consuming them.
+
 #include "div_sum_scale.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <torch/library.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+
+#ifndef KB14_TORCH_VERSION
+#error "KB14_TORCH_VERSION (major * 100 + minor of the torch that is matched) must be defined"
+#endif
+
+namespace kb14 {
+namespace {
+
+// ---------------------------------------------------------------------------
+// What changed in Reduce.cuh / ReduceSumProdKernel.cu between releases.
+// ---------------------------------------------------------------------------
+struct ReleaseOrder {
+  // ReduceOp::run reduces across lanes (block_x_reduce) before warps
+  // (block_y_reduce); before 2.10 it was warps first.
+  bool lanes_before_warps;
+  // block_x_reduce's shuffle offsets: dim_x/2 down to 1 (2.10+) or 1 up to dim_x/2.
+  bool shuffle_descending;
+  // "vectorize along input" when the row has >= 128 elements (2.10+) or > 128.
+  bool vectorize_from_128_inclusive;
+  // input_vec_size for 2-byte types: 8 where sum_functor asks for it, else vt0 = 4.
+  bool wide_vectors_for_16bit;
+};
+
+constexpr ReleaseOrder kOrder{
+    /*lanes_before_warps=*/KB14_TORCH_VERSION >= 210,
+    /*shuffle_descending=*/KB14_TORCH_VERSION >= 210,
+    /*vectorize_from_128_inclusive=*/KB14_TORCH_VERSION >= 210,
+    /*wide_vectors_for_16bit=*/KB14_TORCH_VERSION >= 210,
+};
+
+// input_vec_size (and the alignment unit) of the vectorised path for a type.
+template <typename T>
+constexpr int kInputVec = (sizeof(T) == 2 && kOrder.wide_vectors_for_16bit) ? 8 : 4;
+
+constexpr int kWarp = 32;
+constexpr int kMaxThreads = 512;  // Reduce.cuh's MAX_NUM_THREADS for real types
+constexpr int kVt0 = 4;           // accumulators per thread on the non-vectorised path
+
+// ---------------------------------------------------------------------------
+// Element arithmetic: the reference's quotient, sum accumulation and scale.
+// ---------------------------------------------------------------------------
+template <typename T> struct Arith;
+
+template <> struct Arith<float> {
+  using acc_t = float;
+  using op_t = float;
+  static __device__ __forceinline__ float quotient(float y, float inv) { return __fmul_rn(y, inv); }
+  static __device__ __forceinline__ float store(float sum, float scale) { return __fmul_rn(sum, scale); }
+};
+
+template <> struct Arith<double> {
+  using acc_t = double;
+  using op_t = double;
+  static __device__ __forceinline__ double quotient(double y, double inv) { return __dmul_rn(y, inv); }
+  static __device__ __forceinline__ double store(double sum, double scale) { return __dmul_rn(sum, scale); }
+};
+
+// Half and bfloat16: the quotient is rounded to the tensor dtype (the reference
+// stores it), summed in float, the sum rounded to the dtype, scaled in float and
+// rounded again.
+template <> struct Arith<__half> {
+  using acc_t = float;
+  using op_t = float;
+  static __device__ __forceinline__ float quotient(__half y, float inv) {
+    return __half2float(__float2half_rn(__fmul_rn(__half2float(y), inv)));
+  }
+  static __device__ __forceinline__ __half store(float sum, float scale) {
+    return __float2half_rn(__fmul_rn(__half2float(__float2half_rn(sum)), scale));
+  }
+};
+
+template <> struct Arith<__nv_bfloat16> {
+  using acc_t = float;
+  using op_t = float;
+  static __device__ __forceinline__ float quotient(__nv_bfloat16 y, float inv) {
+    return __bfloat162float(__float2bfloat16_rn(__fmul_rn(__bfloat162float(y), inv)));
+  }
+  static __device__ __forceinline__ __nv_bfloat16 store(float sum, float scale) {
+    return __float2bfloat16_rn(__fmul_rn(__bfloat162float(__float2bfloat16_rn(sum)), scale));
+  }
+};
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// ---------------------------------------------------------------------------
+// The reference's launch configuration (Reduce.cuh: setReduceConfig).
+// ---------------------------------------------------------------------------
+struct Plan {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int vec = 1;            // input_vec_size when vectorized
+  bool vectorized = false;
+  int bx = 1;             // block_width
+  int by = 1;             // block_height
+  bool split_y = false;   // the row is split across warps (else each warp owns a row)
+  int ctas = 1;           // blocks per row (global reduction when > 1)
+  int step = 1;           // logical threads per row (config.step_input)
+};
+
+int last_pow2(int n) {
+  n |= (n >> 1);
+  n |= (n >> 2);
+  n |= (n >> 4);
+  n |= (n >> 8);
+  n |= (n >> 16);
+  return std::max(1, n - (n >> 1));
+}
+
+int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The two device properties setReduceConfig reads, cached per device.
+struct DeviceShape {
+  int multiprocessors;
+  int max_threads_per_multiprocessor;
+};
+
+DeviceShape device_shape(int device) {
+  static std::array<DeviceShape, 64> cache{};
+  static std::array<std::once_flag, 64> once;
+  TORCH_CHECK(device >= 0 && device < 64, "div_sum_scale: device index ", device, " out of range");
+  std::call_once(once[device], [device] {
+    DeviceShape d{};
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor,
+                                          cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    cache[device] = d;
+  });
+  return cache[device];
+}
+
+Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, const DeviceShape& prop) {
+  Plan p;
+  p.rows = rows;
+  p.cols = cols;
+  p.vec = input_vec_size;
+  int64_t dim0 = cols, dim1 = rows;
+  p.vectorized = kOrder.vectorize_from_128_inclusive ? dim0 >= 128 : dim0 > 128;
+  if (p.vectorized) dim0 /= input_vec_size;
+
+  const int dim0_pow2 = dim0 < kMaxThreads ? last_pow2(static_cast<int>(dim0)) : kMaxThreads;
+  const int dim1_pow2 = dim1 < kMaxThreads ? last_pow2(static_cast<int>(dim1)) : kMaxThreads;
+  p.bx = std::min(dim0_pow2, kWarp);
+  p.by = std::min(dim1_pow2, kMaxThreads / p.bx);
+  p.bx = std::min(dim0_pow2, kMaxThreads / p.by);
+
+  int64_t step_input = p.bx;
+  int64_t step_output = 1;
+  const auto values_per_thread = [&] { return div_up(cols, step_input); };
+  const int64_t warp_split_threshold = std::min<int64_t>(p.by * 16, 256);
+  if (values_per_thread() >= warp_split_threshold) {
+    p.split_y = true;
+    step_input *= p.by;
+  } else {
+    step_output = p.by;
+  }
+
+  const int blocks_per_sm = prop.max_threads_per_multiprocessor / (p.bx * p.by);
+  const int64_t target_grid_size = int64_t(prop.multiprocessors) * blocks_per_sm;
+  const int64_t grid = div_up(rows, step_output);
+  if (p.split_y && values_per_thread() >= 256 && grid <= target_grid_size) {
+    const int64_t c1 = div_up(target_grid_size, grid);
+    const int64_t c2 = div_up(values_per_thread(), 16);
+    const int64_t c3 = div_up(values_per_thread(), 256);
+    p.ctas = static_cast<int>(std::max(std::min(c1, c2), c3));
+    if (p.ctas > 1) step_input *= p.ctas;
+  }
+  p.step = static_cast<int>(step_input);
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// Device code.
+// ---------------------------------------------------------------------------
+template <typename scalar_t>
+struct Args {
+  using acc_t = typename Arith<scalar_t>::acc_t;
+  using op_t = typename Arith<scalar_t>::op_t;
+  const scalar_t* __restrict__ y;
+  int64_t row_stride;
+  int64_t col_stride;
+  scalar_t* __restrict__ out;
+  int64_t out_stride;
+  acc_t* __restrict__ partials;  // [rows][ctas] when ctas > 1
+  int64_t rows;
+  int64_t cols;
+  int step;
+  int ctas;
+  int by_logical;  // warps per row in the reference block (by when split, else 1)
+  op_t inv;        // 1 / divisor in the op math type, as the reference's host code computes it
+  op_t scale;
+};
+
+// The reference's warp shuffle tree, on lanes [0, width); the result is in lane 0.
+// Blocks of fewer than 32 threads (tiny rows) shuffle among the threads they have.
+__device__ __forceinline__ unsigned block_warp_mask() {
+  const unsigned n = blockDim.x * blockDim.y;
+  return n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+}
+
+template <typename acc_t>
+__device__ __forceinline__ acc_t shuffle_tree(acc_t v, int width) {
+  const unsigned mask = block_warp_mask();
+  if (kOrder.shuffle_descending) {
+    for (int offset = width >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(mask, v, offset);
+  } else {
+    for (int offset = 1; offset < width; offset <<= 1) v = v + __shfl_down_sync(mask, v, offset);
+  }
+  return v;
+}
+
+// block_x_reduce for a logical block `bx` lanes wide (any power of two up to 512):
+// shared-memory halving down to one warp, then the shuffle tree. `slot` holds
+// this thread's value at index lane; returns the row of lanes' total in lane 0.
+template <typename acc_t>
+__device__ acc_t lane_tree(acc_t v, int bx, int lane, acc_t* slot_row) {
+  if (bx > kWarp) {
+    slot_row[lane] = v;
+    for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
+      __syncthreads();
+      if (lane < offset) {
+        v = v + slot_row[lane + offset];
+        slot_row[lane] = v;
+      }
+    }
+    __syncthreads();
+    return shuffle_tree(v, kWarp);
+  }
+  return shuffle_tree(v, bx);
+}
+
+// block_y_reduce: halving over the warps' totals W[0..n), in place; result in W[0].
+// Run by one warp, lane i owning W[i] (n <= 32 always: see plan_reference_sum).
+template <typename acc_t>
+__device__ __forceinline__ acc_t warp_tree(acc_t v, int n) {
+  for (int offset = n >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+template <typename scalar_t>
+__device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t* row, int64_t col_stride,
+                                                                  int64_t e, typename Args<scalar_t>::op_t inv) {
+  return Arith<scalar_t>::quotient(row[e * col_stride], inv);
+}
+
+// Leaves of the vectorised path (input_vectorized_thread_reduce_impl) for the LPP
+// logical threads this physical thread plays: thread j is logical id t[j]. All of a
+// batch's loads are issued before any is consumed; the additions into each
+// accumulator happen in the reference's order.
+template <typename scalar_t, int V, int LPP, int U, bool kVectorLoads>
+__device__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int64_t row_offset,
+                                  const int (&t)[LPP], int lane, bool owns_edges,
+                                  typename Args<scalar_t>::acc_t (&leaf)[LPP]) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  const int64_t cols = a.cols;
+  // The reference's quotient is a fresh, aligned tensor: row r starts r * cols
+  // elements in, so its misalignment is (r * cols) mod V.
+  const int shift = static_cast<int>(row_offset % V);
+  int64_t end = cols, base = 0;
+  acc_t acc[LPP][V];
+#pragma unroll
+  for (int j = 0; j < LPP; ++j)
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[j][i] = acc_t(0);
+  if (shift > 0) {
+    if (owns_edges && lane >= shift && lane < V) acc[0][0] = acc_t(0) + element(row, a.col_stride, lane - shift, a.inv);
+    end = cols + shift - V;
+    base = V - shift;
+  }
+  const int64_t nvec = end / V;
+  const int step = a.step;
+  const scalar_t* vbase = row + base * a.col_stride;
+
+  int64_t kmax = 0;
+#pragma unroll
+  for (int j = 0; j < LPP; ++j) {
+    const int64_t kj = t[j] < nvec ? (nvec - 1 - t[j]) / step + 1 : 0;
+    kmax = kj > kmax ? kj : kmax;
+  }
+  for (int64_t k0 = 0; k0 < kmax; k0 += U) {
+    Vec<scalar_t, V> buf[LPP][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int j = 0; j < LPP; ++j) {
+        const int64_t idx = t[j] + (k0 + u) * step;
+        if (idx < nvec) {
+          if constexpr (kVectorLoads) {
+            buf[j][u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
+          } else {
+#pragma unroll
+            for (int i = 0; i < V; ++i) buf[j][u].v[i] = vbase[(idx * V + i) * a.col_stride];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int j = 0; j < LPP; ++j) {
+        if (t[j] + (k0 + u) * step < nvec) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) acc[j][i] = acc[j][i] + Arith<scalar_t>::quotient(buf[j][u].v[i], a.inv);
+        }
+      }
+    }
+  }
+  if (owns_edges) {
+    const int64_t e = end - end % V + lane;
+    if (e < end) acc[0][0] = acc[0][0] + element(vbase, a.col_stride, e, a.inv);
+  }
+#pragma unroll
+  for (int j = 0; j < LPP; ++j) {
+    acc_t v = acc[j][0];
+#pragma unroll
+    for (int i = 1; i < V; ++i) v = v + acc[j][i];
+    leaf[j] = v;
+  }
+}
+
+// Leaves of the scalar path (thread_reduce_impl, vt0 accumulators): logical thread
+// t's m-th element, t + m * step, goes to accumulator m % vt0.
+template <typename scalar_t, int LPP>
+__device__ void scalar_leaves(const Args<scalar_t>& a, const scalar_t* row, const int (&t)[LPP],
+                              typename Args<scalar_t>::acc_t (&leaf)[LPP]) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+#pragma unroll
+  for (int j = 0; j < LPP; ++j) {
+    acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
+    int64_t e = t[j];
+    for (int m = 0; e < a.cols; ++m, e += a.step) {
+      const acc_t v = element(row, a.col_stride, e, a.inv);
+      switch (m & 3) {
+        case 0: acc[0] = acc[0] + v; break;
+        case 1: acc[1] = acc[1] + v; break;
+        case 2: acc[2] = acc[2] + v; break;
+        default: acc[3] = acc[3] + v; break;
+      }
+    }
+    leaf[j] = ((acc[0] + acc[1]) + acc[2]) + acc[3];
+  }
+}
+
+// Rows split across warps (and possibly blocks): one physical block per (row, c).
+// Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP.
+template <typename scalar_t, int V, int LPP, int U>
+__global__ void __launch_bounds__(kMaxThreads / LPP) split_row_kernel(Args<scalar_t> a, bool vectorized) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  __shared__ acc_t lanes_smem[kMaxThreads];
+  __shared__ acc_t warp_totals[kWarp];
+  const int bx = blockDim.x;
+  const int x = threadIdx.x, yp = threadIdx.y;
+  const int64_t r = blockIdx.x;
+  const int c = blockIdx.y;
+  const int by = a.by_logical;
+  const scalar_t* row = a.y + r * a.row_stride;
+
+  int t[LPP];
+#pragma unroll
+  for (int j = 0; j < LPP; ++j) t[j] = x + bx * (yp + j * blockDim.y) + bx * by * c;
+  const bool owns_edges = yp == 0 && c == 0;
+  acc_t leaf[LPP];
+  if (vectorized) {
+    const int64_t row_offset = r * a.cols;
+    const int shift = static_cast<int>(row_offset % V);
+    const int64_t base = shift > 0 ? V - shift : 0;
+    const bool aligned = a.col_stride == 1 &&
+                         reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
+    if (aligned) {
+      vectorized_leaves<scalar_t, V, LPP, U, true>(a, row, row_offset, t, x, owns_edges, leaf);
+    } else {
+      vectorized_leaves<scalar_t, V, LPP, U, false>(a, row, row_offset, t, x, owns_edges, leaf);
+    }
+  } else {
+    scalar_leaves<scalar_t, LPP>(a, row, t, leaf);
+  }
+
+  acc_t total;
+  if (kOrder.lanes_before_warps) {
+#pragma unroll
+    for (int j = 0; j < LPP; ++j) {
+      const acc_t w = lane_tree(leaf[j], bx, x, lanes_smem + yp * bx);
+      if (x == 0) warp_totals[yp + j * blockDim.y] = w;
+    }
+    __syncthreads();
+    if (yp != 0 || x >= kWarp) return;
+    total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
+  } else {
+    // Warps first: for each lane, the halving tree over the warps, then the lanes.
+    __shared__ acc_t grid_smem[kMaxThreads];
+#pragma unroll
+    for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * blockDim.y) * bx + x] = leaf[j];
+    __syncthreads();
+    if (yp != 0) return;
+    for (int lane = x; lane < bx; lane += kWarp) {
+      for (int offset = by >> 1; offset > 0; offset >>= 1)
+        for (int w = 0; w < offset; ++w) grid_smem[w * bx + lane] = grid_smem[w * bx + lane] + grid_smem[(w + offset) * bx + lane];
+    }
+    __syncwarp();
+    if (bx > kWarp) {
+      for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
+        for (int lane = x; lane < offset; lane += kWarp) grid_smem[lane] = grid_smem[lane] + grid_smem[lane + offset];
+        __syncwarp();
+      }
+    }
+    if (x >= kWarp) return;
+    total = shuffle_tree(x < bx ? grid_smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
+  }
+  if (x != 0) return;
+  if (a.ctas > 1) {
+    a.partials[r * a.ctas + c] = total;
+  } else {
+    a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+  }
+}
+
+// The reference's global_reduce, run once per row after all of its blocks: logical
+// thread (x, y) of the last block starts from 0 and adds the staged block totals
+// x + bx * y, then + bx * by, ...; then the warp tree, then the lane tree.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar_t> a) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  __shared__ acc_t smem[kMaxThreads];
+  const int bx = blockDim.x, by = blockDim.y;
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int64_t r = blockIdx.x;
+  const acc_t* staged = a.partials + r * a.ctas;
+  acc_t v = acc_t(0);
+  for (int o = x + bx * y; o < a.ctas; o += bx * by) v = v + staged[o];
+  smem[y * bx + x] = v;
+  for (int offset = by >> 1; offset > 0; offset >>= 1) {
+    __syncthreads();
+    if (y < offset) {
+      v = v + smem[(y + offset) * bx + x];
+      smem[y * bx + x] = v;
+    }
+  }
+  __syncthreads();
+  // block_x_reduce on the warps' row (row 0), possibly wider than a warp.
+  for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
+    if (y == 0 && x < offset) {
+      v = v + smem[x + offset];
+      smem[x] = v;
+    }
+    __syncthreads();
+  }
+  if (y != 0) return;
+  if (x >= kWarp) return;
+  const acc_t total = shuffle_tree(v, bx < kWarp ? bx : kWarp);
+  if (x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+}
+
+// Rows owned by one warp each (the reference's output split across warps).
+template <typename scalar_t, int V, int U>
+__global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a, bool vectorized) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  __shared__ acc_t lanes_smem[kMaxThreads];
+  const int bx = blockDim.x;
+  const int x = threadIdx.x;
+  const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool live = r < a.rows;
+  const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
+  int t[1] = {x};
+  acc_t leaf[1] = {acc_t(0)};
+  if (live) {
+    if (vectorized) {
+      const int64_t row_offset = r * a.cols;
+      const int shift = static_cast<int>(row_offset % V);
+      const int64_t base = shift > 0 ? V - shift : 0;
+      const bool aligned = a.col_stride == 1 &&
+                           reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
+      if (aligned) {
+        vectorized_leaves<scalar_t, V, 1, U, true>(a, row, row_offset, t, x, true, leaf);
+      } else {
+        vectorized_leaves<scalar_t, V, 1, U, false>(a, row, row_offset, t, x, true, leaf);
+      }
+    } else {
+      scalar_leaves<scalar_t, 1>(a, row, t, leaf);
+    }
+  }
+  // bx > 32 only when blockDim.y == 1 (few rows): the whole block is one row.
+  const acc_t total = lane_tree(leaf[0], bx, x, lanes_smem);
+  if (live && x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+}
+
+// ---------------------------------------------------------------------------
+// Host side.
+// ---------------------------------------------------------------------------
+template <typename T> struct CudaType { using type = T; };
+template <> struct CudaType<at::Half> { using type = __half; };
+template <> struct CudaType<at::BFloat16> { using type = __nv_bfloat16; };
+
+int logical_per_physical(const Plan& p) {
+  if (const char* forced = std::getenv("KB14_LOGICAL_PER_THREAD")) {
+    const int lpp = std::atoi(forced);
+    if ((lpp == 1 || lpp == 2 || lpp == 4) && p.by % lpp == 0) return lpp;
+  }
+  return p.by % 4 == 0 ? 4 : (p.by % 2 == 0 ? 2 : 1);
+}
+
+template <typename scalar_t, int V>
+void launch(const Plan& p, Args<scalar_t> a, cudaStream_t stream) {
+  constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
+  if (p.split_y) {
+    const int lpp = logical_per_physical(p);
+    const dim3 block(p.bx, p.by / lpp);
+    const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
+    switch (lpp) {
+      case 4: split_row_kernel<scalar_t, V, 4, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 2: split_row_kernel<scalar_t, V, 2, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      default: split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (p.ctas > 1) {
+      combine_blocks_kernel<scalar_t><<<static_cast<unsigned>(p.rows), dim3(p.bx, p.by), 0, stream>>>(a);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  } else {
+    const dim3 block(p.bx, p.by);
+    const dim3 grid(static_cast<unsigned>(div_up(p.rows, p.by)));
+    warp_row_kernel<scalar_t, V, U><<<grid, block, 0, stream>>>(a, p.vectorized);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
+template <typename scalar_t>
+void div_sum_scale_typed(const at::Tensor& y, double divisor, double scale, at::Tensor& out) {
+  using cuda_t = typename CudaType<scalar_t>::type;
+  using op_t = typename Arith<cuda_t>::op_t;
+  using acc_t = typename Arith<cuda_t>::acc_t;
+  const DeviceShape prop = device_shape(y.get_device());
+  const Plan p = plan_reference_sum(y.size(0), y.size(1), kInputVec<cuda_t>, prop);
+
+  Args<cuda_t> a;
+  a.y = reinterpret_cast<const cuda_t*>(y.const_data_ptr<scalar_t>());
+  a.row_stride = y.stride(0);
+  a.col_stride = y.size(1) == 1 ? 1 : y.stride(1);
+  a.out = reinterpret_cast<cuda_t*>(out.mutable_data_ptr<scalar_t>());
+  a.out_stride = out.stride(0);
+  a.rows = p.rows;
+  a.cols = p.cols;
+  a.step = p.step;
+  a.ctas = p.ctas;
+  a.by_logical = p.split_y ? p.by : 1;
+  // The reference computes 1 / divisor on the host in the op math type.
+  a.inv = op_t(1) / static_cast<op_t>(divisor);
+  a.scale = static_cast<op_t>(scale);
+  at::Tensor partials;
+  if (p.ctas > 1) {
+    partials = at::empty({p.rows * p.ctas}, y.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+    a.partials = partials.mutable_data_ptr<acc_t>();
+  } else {
+    a.partials = nullptr;
+  }
+  launch<cuda_t, kInputVec<cuda_t>>(p, a, c10::cuda::getCurrentCUDAStream());
+}
+
+// Shapes whose reduction torch splits into several 32-bit-indexed launches
+// (TensorIterator::can_use_32bit_indexing fails on the quotient), single columns
+// (no reduction runs: the sum is 0 + y) and column-major layouts go to the
+// composite, which is the reference itself.
+bool fused_path_applies(const at::Tensor& y) {
+  const int64_t int32_max = std::numeric_limits<int32_t>::max();
+  const int64_t elem = y.element_size();
+  const int64_t max_offset = y.numel() * elem - elem + 1;
+  return y.numel() <= int32_max && max_offset <= int32_max && y.size(1) > 1 && intermediate_is_row_major(y);
+}
+
+at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale) {
+  check_div_sum_scale_inputs(y);
+  const c10::cuda::CUDAGuard guard(y.device());
+  if (y.size(0) == 0 || !fused_path_applies(y)) {
+    return div_sum_scale_composite(y, divisor, scale);
+  }
+  auto out = at::empty({y.size(0), 1}, y.options());
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, y.scalar_type(), "div_sum_scale_cuda", [&] {
+    div_sum_scale_typed<scalar_t>(y, divisor, scale, out);
+  });
+  return out;
+}
+
+}  // namespace
+}  // namespace kb14
+
+TORCH_LIBRARY_IMPL(kb14, CUDA, m) {
+  m.impl("div_sum_scale", &kb14::div_sum_scale_cuda);
+}

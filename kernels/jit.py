@@ -85,7 +85,9 @@ class BuildSpec:
         # -fopenmp: at::parallel_for is inline; without it the CPU kernel would run on
         # one thread (and the two-pass split of a single row would not match torch's).
         cflags = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fopenmp"]
-        cuda_cflags = ["-O3", "--fmad=false", "-std=c++17"]
+        # The reduction order to reproduce depends on the torch release (fused_reduce.cu).
+        major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+        cuda_cflags = ["-O3", "--fmad=false", "-std=c++17", f"-DKB14_TORCH_VERSION={major * 100 + minor}"]
         if verbose():
             cuda_cflags += ["-lineinfo", "-Xptxas=-v"]
         return cls(with_cuda, tuple(cflags), tuple(cuda_cflags), _cuda_arch() if with_cuda else "")

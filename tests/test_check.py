@@ -1,0 +1,237 @@
+"""Tests for check.py: every known-wrong candidate is rejected, for the right reason.
+
+Tiny sizes keep them fast on a 2-core CPU; only the summation-order test needs sizes
+where a different order shows up at fp32 1e-4 (see `ORDER_SIZES`).
+"""
+
+import json
+import os
+import sys
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import check  # noqa: E402
+
+KNOWN_WRONG = os.path.join(ROOT, "tests", "known_wrong.py")
+TINY = dict(batch=64, input_size=128, hidden=256)
+
+# A tail that only sums in another order fails fp32 1e-4 on rows whose output is near
+# zero (allowed error ~ atol there, while the reordering error grows with the row's
+# partial sums). The chance of such a row per trial grows with the batch and with
+# hidden (more terms, larger rounding); the scale lifts the error far above atol.
+# At these sizes ~5 rows fail per trial (measured), so a passing trial is rare.
+ORDER_SIZES = dict(batch=2048, input_size=64, hidden=32768, scale=100.0)
+
+
+def wrong(name):
+    return f"{KNOWN_WRONG}:{name}"
+
+
+def run(name, **kw):
+    args = dict(TINY)
+    args.update(kw)
+    return check.run_check(model=wrong(name) if ":" not in name else name, **args)
+
+
+# ---------------------------------------------------------------- passing candidates
+
+
+def test_reference_against_itself_is_bit_exact():
+    r = check.run_check(model="reference:Model", **TINY)
+    assert r["verdict"] == "PASS" and r["passed"] and r["reason"] is None
+    s = r["summary"]
+    assert s["trials_run"] == 5 and s["bit_exact_trials"] == 5
+    assert s["pass_rate"] == {"0.0001": 1.0, "0.001": 1.0, "0.01": 1.0}
+    assert s["p_kernelbench_5_trials"] == 1.0
+    assert s["oracle"]["reference"] == s["oracle"]["candidate"]
+    assert s["oracle"]["reference"]["rms"] < 1e-3
+
+
+def test_modelnew_passes_bit_exact():
+    r = check.run_check(model="modelnew:ModelNew", **TINY)
+    assert r["passed"] and r["summary"]["bit_exact_trials"] == 5
+
+
+def test_trial_seeds_follow_kernelbench():
+    torch.manual_seed(42)
+    expected = [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(5)]
+    assert check.kernelbench_trial_seeds(5) == expected
+    r = check.run_check(model="reference:Model", **TINY)
+    assert [t["seed"] for t in r["trials"]] == expected
+
+
+# ----------------------------------------------------------- rounding, not wrongness
+
+
+@pytest.mark.parametrize("name", ["ReorderedSum", "Fp64Sum"])
+def test_other_summation_order_fails_fp32_but_passes_1e2(name):
+    r = run(name, trials=4, **ORDER_SIZES)
+    s = r["summary"]
+    assert r["verdict"] == "FAIL" and r["reason"] == "mismatch"
+    assert s["bit_exact_trials"] == 0
+    assert s["pass_rate"]["0.01"] == 1.0  # not a wrong result...
+    assert s["pass_rate"]["0.0001"] < 1.0  # ...but KernelBench's fp32 check fails it
+    if name == "ReorderedSum":
+        assert s["pass_rate"]["0.0001"] <= 0.5
+    failing = [t for t in r["trials"] if "mismatch" in t["reasons"]]
+    # Near-zero outputs are where it fails: the worst element's |ref| is tiny.
+    assert any(abs(t["comparison"]["worst"]["reference"]) < 1e3 for t in failing)
+    assert any("1e-2" in h for h in r["hints"])
+
+
+def test_column_sum_rewrite_is_not_bit_exact_and_fails_fp32():
+    r = run("ColumnSum", trials=4, **ORDER_SIZES)
+    assert r["reason"] == "mismatch" and r["summary"]["bit_exact_trials"] == 0
+    assert r["summary"]["pass_rate"]["0.01"] == 1.0
+    # At tiny sizes it can pass allclose, but never bit for bit.
+    tiny = run("ColumnSum")
+    assert tiny["summary"]["bit_exact_trials"] == 0
+
+
+# -------------------------------------------------------------------- wrong results
+
+
+def test_zeros():
+    r = run("Zeros")
+    assert r["reason"] == "mismatch"
+    assert r["summary"]["pass_rate"]["0.01"] == 0.0
+    assert all(t["comparison"]["n_fail"] == TINY["batch"] for t in r["trials"])
+    assert any("all zeros" in h for h in r["hints"])
+
+
+@pytest.mark.parametrize("name", ["LastRowZero", "LastRowGarbage"])
+def test_last_row_missing(name):
+    r = run(name)
+    assert r["reason"] == "mismatch" and r["summary"]["trials_passed"] == 0
+    for t in r["trials"]:
+        assert t["comparison"]["n_fail"] == 1
+        assert t["comparison"]["worst"]["index"] == [TINY["batch"] - 1, 0]
+    assert f"({TINY['batch'] - 1}, 0)" in r["message"]
+
+
+def test_wrong_shape():
+    r = run("WrongShape")
+    assert r["reason"] == "wrong_shape"
+    assert r["message"].startswith("FAIL: wrong shape (64, 2) vs (64, 1)")
+    r = run("NoKeepdim")
+    assert r["reason"] == "wrong_shape" and "(64,) vs (64, 1)" in r["message"]
+
+
+def test_wrong_dtype_and_not_a_tensor():
+    assert run("WrongDtype")["message"].startswith("FAIL: wrong dtype float64 vs float32")
+    assert run("ReturnsTuple")["reason"] == "not_a_tensor"
+
+
+def test_nan_in_one_element():
+    r = run("OneNaN")
+    assert r["reason"] == "nonfinite"
+    assert "NaN" in r["message"] and f"({TINY['batch'] // 2}, 0)" in r["message"]
+    assert all(t["nonfinite"]["candidate_where_reference_finite"] == 1 for t in r["trials"])
+
+
+def test_mutated_input():
+    r = run("MutatesInput")
+    assert r["reason"] == "mutated_input"
+    assert r["message"].startswith("FAIL: candidate mutated its input")
+    # Its values are right: KernelBench itself would have passed it.
+    assert r["summary"]["kernelbench_trials_passed"] == 5
+    assert r["trials"][0]["mutation"][0]["n_changed"] == TINY["batch"] * TINY["input_size"]
+
+
+def test_cached_output():
+    r = run("CachesOutput")
+    assert r["reason"] == "stale_output"
+    assert r["trials"][0]["status"] == "pass"
+    assert all("stale_output" in t["reasons"] for t in r["trials"][1:])
+
+
+# ------------------------------------------------------------- broken candidates
+
+
+def test_raises_in_forward():
+    r = run("RaisesInForward")
+    assert r["reason"] == "forward_error" and not r["passed"]
+    assert "RuntimeError" in r["message"] and "illegal memory access" in r["message"]
+    assert len(r["trials"]) == 1  # stops after the first error
+    assert "Traceback" in r["error"]["traceback"]
+
+
+def test_bad_constructor():
+    r = run("BadConstructor")
+    assert r["reason"] == "construct_error" and "TypeError" in r["message"]
+
+
+@pytest.mark.parametrize("spec", ["no_such_module_xyz:ModelNew", f"{KNOWN_WRONG}:NoSuchClass",
+                                  "tests/does_not_exist.py:ModelNew"])
+def test_cannot_import(spec):
+    r = check.run_check(model=spec, **TINY)
+    assert r["verdict"] == "FAIL" and r["reason"] == "import_error"
+    assert r["message"].startswith("FAIL: cannot import the candidate")
+    assert r["trials"] == []
+
+
+# ----------------------------------------------------------------------- CLI + JSON
+
+
+def test_main_json_schema(tmp_path, capsys):
+    path = tmp_path / "out.json"
+    rc = check.main(["--model", wrong("LastRowZero"), "--batch", "64", "--input", "128", "--hidden", "256",
+                     "--trials", "3", "--json", str(path), "--quiet"])
+    assert rc == 1
+    printed = capsys.readouterr().out
+    assert printed.startswith("FAIL: 3/3 trials outside allclose")
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == check.SCHEMA_VERSION
+    for key in ("verdict", "passed", "reason", "message", "hints", "config", "summary", "trials", "error", "seconds"):
+        assert key in data
+    assert data["verdict"] == "FAIL" and data["reason"] == "mismatch"
+    assert data["config"]["sizes"] == {"batch": 64, "input": 128, "hidden": 256, "scale": 1.5}
+    assert data["config"]["atol"] == data["config"]["rtol"] == 1e-4
+    for key in ("trials_run", "trials_passed", "kernelbench_trials_passed", "bit_exact_trials", "max_abs_diff",
+                "mean_abs_diff", "pass_rate", "p_trial_kernelbench", "p_kernelbench_5_trials", "oracle"):
+        assert key in data["summary"]
+    t = data["trials"][0]
+    for key in ("index", "seed", "status", "reasons", "kernelbench_pass", "bit_exact", "allclose", "pass_at",
+                "comparison", "oracle", "nonfinite", "mutation"):
+        assert key in t
+    for key in ("index", "reference", "candidate", "abs_diff", "allowed", "ratio", "dominant"):
+        assert key in t["comparison"]["worst"]
+    assert set(t["oracle"]) == {"reference", "candidate"}
+
+
+def test_main_json_with_nan_is_valid_json(tmp_path):
+    path = tmp_path / "nan.json"
+    rc = check.main(["--model", wrong("OneNaN"), "--batch", "64", "--input", "128", "--hidden", "256",
+                     "--trials", "2", "--json", str(path), "--quiet"])
+    assert rc == 1
+    data = json.loads(path.read_text())  # strict JSON: NaN is written as the string "nan"
+    assert data["trials"][0]["comparison"]["worst"]["candidate"] == "nan"
+
+
+def test_main_pass_exit_zero_and_options(capsys):
+    rc = check.main(["--model", "reference:Model", "--batch", "16", "--input", "32", "--hidden", "64",
+                     "--trials", "3", "--seed", "7", "--dtype", "bf16", "--device", "cpu", "--quiet"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert out.startswith("PASS: 3/3 trials within allclose(atol=0.01, rtol=0.01)")
+
+
+def test_progress_lines():
+    lines = []
+    check.run_check(model="reference:Model", trials=3, progress=lines.append, **TINY)
+    assert sum(line.startswith("trial ") for line in lines) == 3
+
+
+def test_tolerance_override():
+    r = run("ColumnSum", atol=0.0, rtol=0.0)
+    assert r["reason"] == "mismatch"  # only bit-exact passes at 0
+
+
+def test_bad_arguments_exit_2(capsys):
+    assert check.main(["--trials", "0", "--quiet"]) == 2
+    assert check.main(["--reference", "no_such_reference_xyz:Model", "--quiet"]) == 2

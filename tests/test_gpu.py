@@ -1,0 +1,153 @@
+"""CUDA: the fused kernel against the reference, bit for bit (torch.equal)."""
+
+import random
+
+import pytest
+import torch
+
+import kernels
+from kernels import div_sum_scale, div_sum_scale_reference
+from tests.shapes import random_shapes
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+def _pair(y, divisor=2, scale=1.5):
+    return div_sum_scale(y, divisor, scale), div_sum_scale_reference(y, divisor, scale)
+
+
+def _assert_same(ours, ref, what):
+    assert ours.shape == ref.shape and ours.dtype == ref.dtype and ours.device == ref.device, what
+    nan = torch.isnan(ref)
+    assert torch.equal(torch.isnan(ours), nan), f"{what}: NaNs differ"
+    assert torch.equal(ours[~nan], ref[~nan]), (
+        f"{what}: {(ours != ref).sum().item()} of {ref.numel()} outputs differ, "
+        f"max |diff| {(ours.double() - ref.double()).abs().max().item():.3g}"
+    )
+
+
+# 320 shapes over rows 1..20000 and columns 1..300000, plus 24 with 1..8 rows and
+# over 100000 columns (several blocks per row: the global-reduction path).
+SWEEP = random_shapes(320, seed=14, max_rows=20000, max_cols=300000, max_numel=12_000_000, min_rows=1, min_cols=1)
+FEW_LONG_ROWS = [(random.Random(i).randint(1, 8), random.Random(100 + i).randint(100_001, 300_000)) for i in range(24)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_sweep_contiguous_and_misaligned(dtype):
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    failures = []
+    for rows, cols in SWEEP + FEW_LONG_ROWS:
+        big = torch.randn(rows, cols + 3, device="cuda", dtype=dtype, generator=gen)
+        for name, y in (("contiguous", big[:, :cols].contiguous()), ("misaligned slice", big[:, 1 : cols + 1])):
+            ours, ref = _pair(y)
+            if not torch.equal(ours, ref):
+                failures.append(f"{name} {rows}x{cols}: {(ours != ref).sum().item()} differ")
+    assert not failures, f"{len(failures)} shapes differ, e.g. {failures[:5]}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "shape", [(1024, 8192), (1, 1), (1, 127), (1, 128), (1, 129), (3, 128), (37, 199), (5, 1_000_003), (16384, 8192), (1024, 65536)]
+)
+def test_named_shapes(dtype, shape):
+    y = torch.randn(shape, device="cuda", dtype=dtype)
+    _assert_same(*_pair(y), f"{dtype} {shape}")
+
+
+@pytest.mark.parametrize("divisor,scale", [(2, 1.5), (3, 0.7), (-0.5, 2.0), (7.25, -1e-3), (0, 1.5), (float("inf"), 1.0)])
+def test_divisors_and_scales(divisor, scale):
+    y = torch.randn(300, 4099, device="cuda")
+    _assert_same(*_pair(y, divisor, scale), f"divisor {divisor} scale {scale}")
+
+
+def test_layouts():
+    base = torch.randn(700, 3000, device="cuda")
+    for name, y in {
+        "strided columns": base[:, ::3],
+        "offset rows": base[5:, 7:],
+        "transposed": base.t(),
+        "expanded": base[:1].expand(64, -1),
+        "single column": base[:, :1],
+        "empty rows": base[:0],
+        "empty columns": base[:, :0],
+    }.items():
+        _assert_same(*_pair(y), name)
+
+
+def test_nan_inf_propagate():
+    y = torch.randn(64, 5000, device="cuda")
+    y[3, 17] = float("nan")
+    y[5, 100] = float("inf")
+    y[6, 1] = float("inf")
+    y[6, 2] = float("-inf")
+    y[7, :] = torch.finfo(torch.float32).max
+    _assert_same(*_pair(y), "nan/inf")
+
+
+def test_model_matches_reference_200_seeded_trials():
+    import reference
+    from modelnew import ModelNew
+
+    init = reference.get_init_inputs()
+    torch.manual_seed(42)
+    ref_model = reference.Model(*init).cuda()
+    torch.manual_seed(42)
+    new_model = ModelNew(*init).cuda()
+    exact = 0
+    for trial in range(200):
+        torch.manual_seed(1000 + trial)
+        x = reference.get_inputs()[0].cuda()
+        exact += torch.equal(ref_model(x), new_model(x))
+    assert exact == 200
+
+
+def test_compile_and_cuda_graph_give_eager_bits():
+    y = torch.randn(1024, 8192, device="cuda")
+    eager = div_sum_scale(y, 2, 1.5)
+    compiled = torch.compile(lambda t: div_sum_scale(t, 2, 1.5), fullgraph=True)(y)
+    assert torch.equal(compiled, eager)
+    static = y.clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        div_sum_scale(static, 2, 1.5)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = div_sum_scale(static, 2, 1.5)
+    static.copy_(torch.randn_like(static))
+    graph.replay()
+    assert torch.equal(out, div_sum_scale_reference(static, 2, 1.5))
+
+
+def test_model_compiled_fullgraph_and_gradients():
+    import reference
+    from modelnew import ModelNew
+
+    torch.manual_seed(0)
+    ref_model = reference.Model(512, 1024, 1.5).cuda()
+    torch.manual_seed(0)
+    new_model = ModelNew(512, 1024, 1.5).cuda()
+    x = torch.rand(256, 512, device="cuda")
+    assert torch.equal(torch.compile(new_model, fullgraph=True)(x), new_model(x))
+    xr, xn = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ref_model(xr).sum().backward()
+    new_model(xn).sum().backward()
+    assert torch.equal(xr.grad, xn.grad)
+    assert torch.equal(ref_model.weight.grad, new_model.weight.grad)
+
+
+def test_other_stream_and_device_guard():
+    y = torch.randn(513, 777, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        ours = div_sum_scale(y, 2, 1.5)
+    side.synchronize()
+    _assert_same(ours, div_sum_scale_reference(y, 2, 1.5), "side stream")
+
+
+def test_opcheck_cuda():
+    y = torch.randn(33, 4097, device="cuda", requires_grad=True)
+    torch.library.opcheck(kernels.ops.OP, (y, 2.0, 1.5))
