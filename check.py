@@ -64,7 +64,7 @@ REASONS = (
     "wrong_device",
     "mutated_input",     # the candidate changed its input tensor
     "nonfinite",         # NaN/Inf where the reference is finite
-    "stale_output",      # same output as the previous trial although the inputs changed
+    "stale_output",      # an earlier trial's output again, although the inputs changed
     "mismatch",          # outside torch.allclose at the tolerance
 )
 
@@ -401,8 +401,11 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     new_inputs = [_clone(x) for x in pristine]
 
     t0 = time.perf_counter()
-    ref_out = ref_model(*ref_inputs)
-    _sync(dev)
+    try:
+        ref_out = ref_model(*ref_inputs)
+        _sync(dev)
+    except Exception as exc:
+        raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}") from exc
     rec["seconds"]["reference"] = time.perf_counter() - t0
     rec["reference_shape"] = list(ref_out.shape)
 
@@ -472,7 +475,7 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
            for old_ref, old_new in history):
         rec["reasons"].insert(rec["reasons"].index("mismatch") if "mismatch" in rec["reasons"] else len(rec["reasons"]),
                               "stale_output")
-    if cmp["allclose"]:
+    if cmp["allclose"] and len(history) < 8:  # a cache returns an early output; 8 is plenty
         history.append((ref_out.detach().clone(), new_out.detach().clone()))
 
     x = pristine[0] if pristine and isinstance(pristine[0], torch.Tensor) else None
@@ -681,7 +684,7 @@ def format_report(result: dict, max_rows: int = 20) -> str:
             f"{k} {s['pass_rate'][k] * 100:.0f}%" for k in s["pass_rate"]))
         if s["p_kernelbench_5_trials"] is not None:
             lines.append(f"estimated P(pass KernelBench's 5-trial check) = p^5 = "
-                         f"{s['p_trial_kernelbench']:.3f}^5 = {s['p_kernelbench_5_trials']:.3f} (from {n} trials)")
+                         f"{s['p_trial_kernelbench']:.3g}^5 = {s['p_kernelbench_5_trials']:.3g} (from {n} trials)")
         ro, no = s["oracle"]["reference"], s["oracle"]["candidate"]
         if ro and no:
             lines.append(f"error vs fp64 oracle (rms / max): reference {_g(ro['rms'], 3)} / {_g(ro['max_abs'], 3)}, "

@@ -273,23 +273,21 @@ __device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t
   return Arith<scalar_t>::quotient(row[e * col_stride], inv);
 }
 
-// Leaves of the vectorised path (input_vectorized_thread_reduce_impl) for the LPP
-// logical threads this physical thread plays: thread j is logical id t[j]. All of a
-// batch's loads are issued before any is consumed; the additions into each
-// accumulator happen in the reference's order.
-template <typename scalar_t, int V, int LPP, int U, bool kVectorLoads>
-__device__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int64_t row_offset,
-                                  const int (&t)[LPP], int lane, bool owns_edges,
-                                  typename Args<scalar_t>::acc_t (&leaf)[LPP]) {
+// Leaves of the vectorised path (input_vectorized_thread_reduce_impl) for G logical
+// threads this physical thread plays, logical ids t[0] < t[1] < ... All of a
+// batch's loads are issued before any is consumed; each accumulator receives its
+// elements in the reference's order. In-row offsets fit in 32 bits: the fused path
+// only takes tensors of fewer than 2^31 bytes.
+template <typename scalar_t, int V, int G, int U, bool kVectorLoads>
+__device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int shift,
+                                                  const int (&t)[G], int lane, bool owns_edges,
+                                                  typename Args<scalar_t>::acc_t (&leaf)[G]) {
   using acc_t = typename Args<scalar_t>::acc_t;
-  const int64_t cols = a.cols;
-  // The reference's quotient is a fresh, aligned tensor: row r starts r * cols
-  // elements in, so its misalignment is (r * cols) mod V.
-  const int shift = static_cast<int>(row_offset % V);
-  int64_t end = cols, base = 0;
-  acc_t acc[LPP][V];
+  const int cols = static_cast<int>(a.cols);
+  int end = cols, base = 0;
+  acc_t acc[G][V];
 #pragma unroll
-  for (int j = 0; j < LPP; ++j)
+  for (int j = 0; j < G; ++j)
 #pragma unroll
     for (int i = 0; i < V; ++i) acc[j][i] = acc_t(0);
   if (shift > 0) {
@@ -297,29 +295,23 @@ __device__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, 
     end = cols + shift - V;
     base = V - shift;
   }
-  const int64_t nvec = end / V;
+  const int nvec = end / V;
   const int step = a.step;
   const scalar_t* vbase = row + base * a.col_stride;
 
-  int64_t kmax = 0;
-#pragma unroll
-  for (int j = 0; j < LPP; ++j) {
-    const int64_t kj = t[j] < nvec ? (nvec - 1 - t[j]) / step + 1 : 0;
-    kmax = kj > kmax ? kj : kmax;
-  }
-  for (int64_t k0 = 0; k0 < kmax; k0 += U) {
-    Vec<scalar_t, V> buf[LPP][U];
+  for (int k0 = 0; t[0] + k0 * step < nvec; k0 += U) {
+    Vec<scalar_t, V> buf[G][U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
-      for (int j = 0; j < LPP; ++j) {
-        const int64_t idx = t[j] + (k0 + u) * step;
+      for (int j = 0; j < G; ++j) {
+        const int idx = t[j] + (k0 + u) * step;
         if (idx < nvec) {
           if constexpr (kVectorLoads) {
             buf[j][u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
           } else {
 #pragma unroll
-            for (int i = 0; i < V; ++i) buf[j][u].v[i] = vbase[(idx * V + i) * a.col_stride];
+            for (int i = 0; i < V; ++i) buf[j][u].v[i] = vbase[int64_t(idx * V + i) * a.col_stride];
           }
         }
       }
@@ -327,7 +319,7 @@ __device__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, 
 #pragma unroll
     for (int u = 0; u < U; ++u) {
 #pragma unroll
-      for (int j = 0; j < LPP; ++j) {
+      for (int j = 0; j < G; ++j) {
         if (t[j] + (k0 + u) * step < nvec) {
 #pragma unroll
           for (int i = 0; i < V; ++i) acc[j][i] = acc[j][i] + Arith<scalar_t>::quotient(buf[j][u].v[i], a.inv);
@@ -336,11 +328,11 @@ __device__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, 
     }
   }
   if (owns_edges) {
-    const int64_t e = end - end % V + lane;
+    const int e = end - end % V + lane;
     if (e < end) acc[0][0] = acc[0][0] + element(vbase, a.col_stride, e, a.inv);
   }
 #pragma unroll
-  for (int j = 0; j < LPP; ++j) {
+  for (int j = 0; j < G; ++j) {
     acc_t v = acc[j][0];
 #pragma unroll
     for (int i = 1; i < V; ++i) v = v + acc[j][i];
@@ -350,12 +342,12 @@ __device__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, 
 
 // Leaves of the scalar path (thread_reduce_impl, vt0 accumulators): logical thread
 // t's m-th element, t + m * step, goes to accumulator m % vt0.
-template <typename scalar_t, int LPP>
-__device__ void scalar_leaves(const Args<scalar_t>& a, const scalar_t* row, const int (&t)[LPP],
-                              typename Args<scalar_t>::acc_t (&leaf)[LPP]) {
+template <typename scalar_t, int G>
+__device__ void scalar_leaves(const Args<scalar_t>& a, const scalar_t* row, const int (&t)[G],
+                              typename Args<scalar_t>::acc_t (&leaf)[G]) {
   using acc_t = typename Args<scalar_t>::acc_t;
 #pragma unroll
-  for (int j = 0; j < LPP; ++j) {
+  for (int j = 0; j < G; ++j) {
     acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
     int64_t e = t[j];
     for (int m = 0; e < a.cols; ++m, e += a.step) {
@@ -371,11 +363,34 @@ __device__ void scalar_leaves(const Args<scalar_t>& a, const scalar_t* row, cons
   }
 }
 
+// Leaves for G logical threads, by the path the reference takes for this row.
+template <typename scalar_t, int V, int G, int U>
+__device__ __forceinline__ void row_leaves(const Args<scalar_t>& a, bool vectorized, const scalar_t* row, int64_t r,
+                                           const int (&t)[G], int lane, bool owns_edges,
+                                           typename Args<scalar_t>::acc_t (&leaf)[G]) {
+  if (!vectorized) {
+    scalar_leaves<scalar_t, G>(a, row, t, leaf);
+    return;
+  }
+  // The reference's quotient is a fresh, aligned tensor: row r starts r * cols
+  // elements in, so its misalignment is (r * cols) mod V.
+  const int shift = static_cast<int>((r * a.cols) % V);
+  const int base = shift > 0 ? V - shift : 0;
+  const bool aligned = a.col_stride == 1 && reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
+  if (aligned) {
+    vectorized_leaves<scalar_t, V, G, U, true>(a, row, shift, t, lane, owns_edges, leaf);
+  } else {
+    vectorized_leaves<scalar_t, V, G, U, false>(a, row, shift, t, lane, owns_edges, leaf);
+  }
+}
+
 // Rows split across warps (and possibly blocks): one physical block per (row, c).
-// Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP.
+// Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP,
+// G of them at a time.
 template <typename scalar_t, int V, int LPP, int U>
 __global__ void __launch_bounds__(kMaxThreads / LPP) split_row_kernel(Args<scalar_t> a, bool vectorized) {
   using acc_t = typename Args<scalar_t>::acc_t;
+  constexpr int G = LPP < 4 ? LPP : 4;
   __shared__ acc_t lanes_smem[kMaxThreads];
   __shared__ acc_t warp_totals[kWarp];
   const int bx = blockDim.x;
@@ -385,24 +400,16 @@ __global__ void __launch_bounds__(kMaxThreads / LPP) split_row_kernel(Args<scala
   const int by = a.by_logical;
   const scalar_t* row = a.y + r * a.row_stride;
 
-  int t[LPP];
-#pragma unroll
-  for (int j = 0; j < LPP; ++j) t[j] = x + bx * (yp + j * blockDim.y) + bx * by * c;
-  const bool owns_edges = yp == 0 && c == 0;
   acc_t leaf[LPP];
-  if (vectorized) {
-    const int64_t row_offset = r * a.cols;
-    const int shift = static_cast<int>(row_offset % V);
-    const int64_t base = shift > 0 ? V - shift : 0;
-    const bool aligned = a.col_stride == 1 &&
-                         reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
-    if (aligned) {
-      vectorized_leaves<scalar_t, V, LPP, U, true>(a, row, row_offset, t, x, owns_edges, leaf);
-    } else {
-      vectorized_leaves<scalar_t, V, LPP, U, false>(a, row, row_offset, t, x, owns_edges, leaf);
-    }
-  } else {
-    scalar_leaves<scalar_t, LPP>(a, row, t, leaf);
+#pragma unroll
+  for (int j0 = 0; j0 < LPP; j0 += G) {
+    int t[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) t[g] = x + bx * (yp + (j0 + g) * blockDim.y) + bx * by * c;
+    acc_t part[G];
+    row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
+#pragma unroll
+    for (int g = 0; g < G; ++g) leaf[j0 + g] = part[g];
   }
 
   acc_t total;
@@ -480,7 +487,8 @@ __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar
   if (x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-// Rows owned by one warp each (the reference's output split across warps).
+// Rows owned by one warp each (the reference's output split across warps); the
+// "warp" is bx lanes wide and may span several hardware warps when rows are few.
 template <typename scalar_t, int V, int U>
 __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a, bool vectorized) {
   using acc_t = typename Args<scalar_t>::acc_t;
@@ -490,26 +498,10 @@ __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a,
   const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool live = r < a.rows;
   const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
-  int t[1] = {x};
+  const int t[1] = {x};
   acc_t leaf[1] = {acc_t(0)};
-  if (live) {
-    if (vectorized) {
-      const int64_t row_offset = r * a.cols;
-      const int shift = static_cast<int>(row_offset % V);
-      const int64_t base = shift > 0 ? V - shift : 0;
-      const bool aligned = a.col_stride == 1 &&
-                           reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
-      if (aligned) {
-        vectorized_leaves<scalar_t, V, 1, U, true>(a, row, row_offset, t, x, true, leaf);
-      } else {
-        vectorized_leaves<scalar_t, V, 1, U, false>(a, row, row_offset, t, x, true, leaf);
-      }
-    } else {
-      scalar_leaves<scalar_t, 1>(a, row, t, leaf);
-    }
-  }
-  // bx > 32 only when blockDim.y == 1 (few rows): the whole block is one row.
-  const acc_t total = lane_tree(leaf[0], bx, x, lanes_smem);
+  if (live) row_leaves<scalar_t, V, 1, U>(a, vectorized, row, r, t, x, true, leaf);
+  const acc_t total = lane_tree(leaf[0], bx, x, lanes_smem + threadIdx.y * bx);
   if (live && x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
@@ -523,7 +515,7 @@ template <> struct CudaType<at::BFloat16> { using type = __nv_bfloat16; };
 int logical_per_physical(const Plan& p) {
   if (const char* forced = std::getenv("KB14_LOGICAL_PER_THREAD")) {
     const int lpp = std::atoi(forced);
-    if ((lpp == 1 || lpp == 2 || lpp == 4) && p.by % lpp == 0) return lpp;
+    if ((lpp == 1 || lpp == 2 || lpp == 4 || lpp == 8 || lpp == 16) && p.by % lpp == 0) return lpp;
   }
   return p.by % 4 == 0 ? 4 : (p.by % 2 == 0 ? 2 : 1);
 }
@@ -536,6 +528,8 @@ void launch(const Plan& p, Args<scalar_t> a, cudaStream_t stream) {
     const dim3 block(p.bx, p.by / lpp);
     const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
     switch (lpp) {
+      case 16: split_row_kernel<scalar_t, V, 16, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 8: split_row_kernel<scalar_t, V, 8, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
       case 4: split_row_kernel<scalar_t, V, 4, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
       case 2: split_row_kernel<scalar_t, V, 2, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
       default: split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;

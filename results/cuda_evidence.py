@@ -147,7 +147,7 @@ def variants(reps: int) -> dict:
     """The tail at 1024 x 8192 with each physical mapping (logical threads per thread)."""
     y = torch.randn(1024, 8192, device="cuda")
     res = {}
-    for lpp in ("1", "2", "4"):
+    for lpp in ("1", "2", "4", "8", "16"):
         os.environ["KB14_LOGICAL_PER_THREAD"] = lpp
         res[lpp] = summary(time_cold(lambda: div_sum_scale(y, 2, 1.5), reps))
     os.environ.pop("KB14_LOGICAL_PER_THREAD")

@@ -1,0 +1,282 @@
+"""Tests of bench.py that run on a CPU in well under a minute: argument handling, the
+JSON it writes, and the structure of its timing loops (with fake timers and flushes)."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import bench  # noqa: E402
+
+TINY = ["--device", "cpu", "--batch", "8", "--input", "32", "--hidden", "64",
+        "--kb-trials", "2", "--kb-warmup", "1", "--repeats", "2",
+        "--no-compile", "--fast-ceilings"]
+
+
+# ---- the timing loops, observed through fakes ----------------------------------------
+
+
+class Recorder:
+    """Records, in order, every sync, flush, timer start/stop and call."""
+
+    def __init__(self):
+        self.events = []
+
+    def sync(self):
+        self.events.append("sync")
+
+    def flush(self):
+        self.events.append("flush")
+
+    def fn(self, *args):
+        self.events.append("call")
+
+    def new_timer(self):
+        rec = self
+
+        class FakeTimer:
+            def start(self):
+                rec.events.append("start")
+
+            def stop(self):
+                rec.events.append("stop")
+
+            def elapsed_ms(self):
+                return 1.0 + 0.5 * len([e for e in rec.events if e == "stop"]) % 3
+
+        return FakeTimer()
+
+    def kwargs(self):
+        return {"sync": self.sync, "flush": self.flush, "new_timer": self.new_timer}
+
+
+def test_kernelbench_time_structure():
+    rec = Recorder()
+    res = bench.kernelbench_time(rec.fn, warmup=3, trials=7, **rec.kwargs())
+    ev = rec.events
+    assert ev.count("call") == 3 + 7  # exactly warmup + trials calls
+    # warm-up: each call followed by a sync, no flush, no timer
+    assert ev[:6] == ["call", "sync"] * 3
+    # every timed trial: sync, flush, start, ONE call, stop, sync
+    assert ev[6:] == ["sync", "flush", "start", "call", "stop", "sync"] * 7
+    assert res["trials"] == 7 and res["warmup"] == 3
+    assert len(res["times_ms"]) == 7
+    assert res["min_ms"] <= res["mean_ms"] <= res["max_ms"]
+    assert res["std_ms"] >= 0
+
+
+def test_kernelbench_time_statistics_match_numpy_conventions():
+    times = iter([1.0, 2.0, 3.0, 6.0])
+
+    class T:
+        def start(self):
+            pass
+
+        def stop(self):
+            pass
+
+        def elapsed_ms(self):
+            return next(times)
+
+    res = bench.kernelbench_time(lambda: None, warmup=0, trials=4, sync=lambda: None,
+                                 flush=lambda: None, new_timer=T)
+    assert res["mean_ms"] == pytest.approx(3.0)
+    # population standard deviation, as np.std
+    assert res["std_ms"] == pytest.approx(((4 + 1 + 0 + 9) / 4) ** 0.5)
+    assert (res["min_ms"], res["max_ms"]) == (1.0, 6.0)
+
+
+def test_robust_time_flushes_before_every_timed_call():
+    rec = Recorder()
+    res = bench.robust_time(rec.fn, warmup=2, min_calls=5, max_calls=5, budget_s=None, **rec.kwargs())
+    ev = rec.events
+    assert ev.count("call") == 2 + 5
+    timed = ev[ev.index("start") - 1:]
+    # flush, start, call, stop for each timed call
+    body = [e for e in timed if e != "sync"]
+    assert body == ["flush", "start", "call", "stop"] * 5
+    assert res["calls"] == 5
+    assert res["q1_ms"] <= res["median_ms"] <= res["q3_ms"]
+    assert res["iqr_ms"] == pytest.approx(res["q3_ms"] - res["q1_ms"])
+
+
+def test_robust_time_budget_clamps_calls():
+    rec = Recorder()
+    res = bench.robust_time(rec.fn, warmup=1, min_calls=3, max_calls=9, budget_s=1e6, **rec.kwargs())
+    assert res["calls"] == 9  # a huge budget is capped at max_calls
+    rec = Recorder()
+    res = bench.robust_time(rec.fn, warmup=1, min_calls=3, max_calls=9, budget_s=0.0, **rec.kwargs())
+    assert res["calls"] == 3  # a zero budget still gets min_calls
+
+
+def test_host_backend_times_real_work():
+    be = bench.make_backend(torch.device("cpu"), flush_bytes=1 << 20)
+    res = bench.kernelbench_time(torch.mm, (torch.randn(64, 64), torch.randn(64, 64)),
+                                 warmup=1, trials=3, backend=be)
+    assert res["min_ms"] > 0
+
+
+# ---- argument handling ----------------------------------------------------------------
+
+
+def test_unknown_model_module(capsys):
+    assert bench.main(TINY + ["--model", "no_such_module_xyz:Model"]) == 2
+    err = capsys.readouterr().err
+    assert "no_such_module_xyz" in err and "not found" in err
+    assert "Traceback" not in err
+
+
+def test_unknown_model_class(capsys):
+    assert bench.main(TINY + ["--model", "reference:NoSuchClass"]) == 2
+    assert "has no class 'NoSuchClass'" in capsys.readouterr().err
+
+
+def test_model_spec_without_class(capsys):
+    assert bench.main(TINY + ["--model", "reference"]) == 2
+    assert "MODULE:CLASS" in capsys.readouterr().err
+
+
+def test_model_from_missing_file(capsys):
+    assert bench.main(TINY + ["--model", "/nonexistent/dir/cand.py:ModelNew"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_model_from_file_path(tmp_path):
+    f = tmp_path / "cand.py"
+    f.write_text("import torch\nclass Cand(torch.nn.Module):\n    pass\n")
+    cls = bench.load_model_class(f"{f}:Cand")
+    assert cls.__name__ == "Cand"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_cuda_without_gpu(capsys):
+    assert bench.main(["--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "--device cuda" in err and "--device cpu" in err
+
+
+def test_oversized_sizes(capsys):
+    rc = bench.main(["--device", "cpu", "--batch", "1000000", "--input", "100000", "--hidden", "100000"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "do not fit" in err and "GiB" in err
+
+
+def test_nonpositive_size(capsys):
+    assert bench.main(TINY[:2] + ["--batch", "0"]) == 2
+    assert "--batch must be positive" in capsys.readouterr().err
+
+
+def test_bad_sweep_list(capsys):
+    assert bench.main(TINY + ["--sweep-batches", "1,x"]) == 2
+    assert "comma-separated" in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib(monkeypatch, tmp_path, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    assert bench.main(TINY + ["--plot", str(tmp_path / "p.png")]) == 2
+    err = capsys.readouterr().err
+    assert "matplotlib" in err and "Traceback" not in err
+
+
+def test_output_folder_missing(capsys):
+    assert bench.main(TINY + ["--json", "/nonexistent/dir/out.json"]) == 2
+    assert "folder does not exist" in capsys.readouterr().err
+
+
+# ---- a tiny end-to-end CPU run and its JSON -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_result(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "out.json"
+    rc = bench.main(TINY + ["--json", str(path), "--sweep",
+                            "--sweep-batches", "1,3", "--sweep-hiddens", "128,129"])
+    assert rc == 0
+    return json.loads(path.read_text())
+
+
+def test_json_top_level(tiny_result):
+    r = tiny_result
+    assert r["schema"] == bench.SCHEMA
+    assert set(r) >= {"schema", "meta", "params", "memory", "ceilings", "rows", "breakdown", "sweep"}
+    m = r["meta"]
+    for key in ("date", "device", "gpu", "torch", "cuda", "git", "python", "cpu_threads"):
+        assert key in m
+    assert m["device"] == "cpu" and m["torch"] == torch.__version__
+    assert set(m["git"]) == {"commit", "dirty"}
+    p = r["params"]
+    assert (p["batch"], p["input"], p["hidden"]) == (8, 32, 64)
+    assert p["kb_trials"] == 2 and p["kb_warmup"] == 1 and p["repeats"] == 2
+    c = r["ceilings"]
+    for key in ("read_gbps", "copy_gbps", "fp32_tflops"):
+        assert c[key] > 0
+
+
+def test_json_rows(tiny_result):
+    rows = {row["name"]: row for row in tiny_result["rows"]}
+    assert {"reference eager", "ModelNew", "matmul alone", "tail ours", "tail eager",
+            "tail sum(y,1) only"} <= set(rows)
+    assert "reference compiled" not in rows  # --no-compile
+    for row in rows.values():
+        assert row["error"] is None, row["error"]
+        assert row["kind"] in ("model", "tail")
+        kb = row["kernelbench"]
+        assert kb["trials"] == 2 and kb["warmup"] == 1
+        assert kb["min_ms"] <= kb["mean_ms"] <= kb["max_ms"]
+        rb = row["robust"]
+        assert rb["calls"] == 2 and rb["q1_ms"] <= rb["median_ms"] <= rb["q3_ms"]
+        assert row["time_ms"] == rb["median_ms"]
+        assert row["pct_of_ceiling"] > 0 and row["gbps"] > 0
+        assert row["graph"] is None  # no CUDA graphs on CPU
+    assert rows["reference eager"]["speedup_vs_eager"] == pytest.approx(1.0)
+    assert rows["reference eager"]["tflops"] > 0 and rows["tail ours"]["tflops"] is None
+    assert rows["tail ours"]["bytes"] == (8 * 64 + 8) * 4
+    assert rows["reference eager"]["flops"] == 2 * 8 * 32 * 64
+    assert rows["ModelNew"]["check"]["bitwise_equal"] is True
+    assert rows["tail ours"]["check"]["bitwise_equal"] is True
+    b = tiny_result["breakdown"]
+    assert b["matmul_ms"] > 0 and "GEMM bounds" in b["statement"]
+
+
+def test_json_sweep(tiny_result):
+    sw = tiny_result["sweep"]
+    pts = {(p["batch"], p["hidden"]) for p in sw["points"]}
+    assert pts == {(1, 64), (3, 64), (8, 128), (8, 129)}
+    for p in sw["points"]:
+        assert set(p["variants"]) == {"ours", "eager"}
+        for v in p["variants"].values():
+            assert v["error"] is None and v["time_ms"] > 0 and v["pct_of_read_ceiling"] > 0
+        assert p["speedup_vs_eager"] > 0
+
+
+def test_from_json_replots(tiny_result, tmp_path, capsys):
+    path = tmp_path / "saved.json"
+    path.write_text(json.dumps(tiny_result))
+    assert bench.main(["--from-json", str(path)]) == 0
+    assert "tail ours" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert bench.main(["--from-json", str(bad)]) == 2
+
+
+def test_table_prints(tiny_result):
+    text = bench.format_table(tiny_result)
+    assert "ceilings:" in text and "tail ours" in text and "sweep" in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib not installed")
+def test_plots(tiny_result, tmp_path):
+    bench.write_plot(tiny_result, str(tmp_path / "sweep.png"))
+    no_sweep = dict(tiny_result, sweep=None)
+    bench.write_plot(no_sweep, str(tmp_path / "bars.png"))
+    for name in ("sweep.png", "bars.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
