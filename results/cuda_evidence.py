@@ -162,14 +162,18 @@ def speed(reps: int) -> dict:
 
 
 def variants(reps: int) -> dict:
-    """The tail with each physical mapping (logical threads per physical thread)."""
+    """The tail with each kernel design: staged rows (bulk copies into shared memory,
+    the default where it applies) and the register kernel with 1, 2 or 4 logical
+    threads per physical thread."""
     res = {}
     for rows, cols in ((1024, 8192), (16384, 8192), (1024, 65536)):
         y = torch.randn(rows, cols, device="cuda")
-        for lpp in ("1", "2", "4", "8", "16"):
+        res[f"{rows}x{cols} default"] = summary(time_cold(lambda: div_sum_scale(y, 2, 1.5), reps))
+        os.environ["KB14_NO_STAGED"] = "1"
+        for lpp in ("1", "2", "4"):
             os.environ["KB14_LOGICAL_PER_THREAD"] = lpp
-            res[f"{rows}x{cols} lpp={lpp}"] = summary(time_cold(lambda: div_sum_scale(y, 2, 1.5), reps))
-    os.environ.pop("KB14_LOGICAL_PER_THREAD")
+            res[f"{rows}x{cols} registers, lpp={lpp}"] = summary(time_cold(lambda: div_sum_scale(y, 2, 1.5), reps))
+        del os.environ["KB14_NO_STAGED"], os.environ["KB14_LOGICAL_PER_THREAD"]
     return res
 
 
