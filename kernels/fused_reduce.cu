@@ -388,7 +388,9 @@ __device__ __forceinline__ void row_leaves(const Args<scalar_t>& a, bool vectori
 // Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP,
 // G of them at a time.
 template <typename scalar_t, int V, int LPP, int U>
-__global__ void __launch_bounds__(kMaxThreads / LPP) split_row_kernel(Args<scalar_t> a, bool vectorized) {
+// With one logical thread per physical thread, 40 registers fit three 512-thread
+// blocks per SM (double needs more and keeps two).
+__global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1) split_row_kernel(Args<scalar_t> a, bool vectorized) {
   using acc_t = typename Args<scalar_t>::acc_t;
   constexpr int G = LPP < 4 ? LPP : 4;
   __shared__ acc_t lanes_smem[kMaxThreads];
@@ -487,113 +489,6 @@ __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar
   if (x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-// ---------------------------------------------------------------------------
-// Staged rows: the bulk-copy engine streams whole rows into a ring of shared-memory
-// stages, so many rows' bytes are in flight without holding them in registers.
-// Persistent: one 512-thread block per SM walks rows blockIdx.x, + gridDim.x, ...
-// Used where every row is whole 16-byte vectors, aligned, split across warps in
-// one block (the KernelBench shape among them); the logical block is the physical
-// one (bx x by threads).
-// ---------------------------------------------------------------------------
-constexpr int kStageBytesMax = 64 * 1024;
-constexpr int kStagedSmemBudget = 200 * 1024;
-constexpr int kBulkChunk = 16 * 1024;
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_u32(bar)),
-      "r"(parity)
-      : "memory");
-}
-
-// Thread 0 only: copy `bytes` (a multiple of 16) from global to a stage, completing
-// on `bar`.
-__device__ __forceinline__ void bulk_load(void* stage, const void* src, uint32_t bytes, uint64_t* bar) {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-  for (uint32_t off = 0; off < bytes; off += kBulkChunk) {
-    const uint32_t n = bytes - off < kBulkChunk ? bytes - off : kBulkChunk;
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-            smem_u32(static_cast<char*>(stage) + off)),
-        "l"(static_cast<const char*>(src) + off), "r"(n), "r"(smem_u32(bar))
-        : "memory");
-  }
-}
-
-template <typename scalar_t, int V>
-__global__ void __launch_bounds__(kMaxThreads, 1) staged_rows_kernel(Args<scalar_t> a, int stages) {
-  using acc_t = typename Args<scalar_t>::acc_t;
-  extern __shared__ __align__(128) unsigned char stage_smem[];
-  __shared__ uint64_t full[kStagedSmemBudget / 1024];
-  __shared__ acc_t warp_totals[2][kWarp];
-  const int bx = blockDim.x, by = blockDim.y;
-  const int x = threadIdx.x, y = threadIdx.y;
-  const bool leader = x == 0 && y == 0;
-  const uint32_t row_bytes = static_cast<uint32_t>(a.cols * sizeof(scalar_t));
-  const int64_t rows = a.rows;
-  auto stage_at = [&](int s) { return stage_smem + static_cast<size_t>(s) * row_bytes; };
-
-  if (leader) {
-    for (int s = 0; s < stages; ++s) mbarrier_init(&full[s], 1);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  if (leader) {
-    for (int s = 0; s < stages; ++s) {
-      const int64_t r = blockIdx.x + int64_t(s) * gridDim.x;
-      if (r < rows) bulk_load(stage_at(s), a.y + r * a.row_stride, row_bytes, &full[s]);
-    }
-  }
-  const int t[1] = {x + bx * y};
-  for (int64_t i = 0;; ++i) {
-    const int64_t r = blockIdx.x + i * gridDim.x;
-    if (r >= rows) break;
-    const int s = static_cast<int>(i % stages);
-    mbarrier_wait(&full[s], static_cast<uint32_t>((i / stages) & 1));
-    acc_t leaf[1];
-    vectorized_leaves<scalar_t, V, 1, 4, true>(a, reinterpret_cast<const scalar_t*>(stage_at(s)), 0, t, x, false, leaf);
-    const acc_t w = shuffle_tree(leaf[0], bx);
-    acc_t* totals = warp_totals[i & 1];
-    if (x == 0) totals[y] = w;
-    __syncthreads();  // stage s fully read; this row's warp totals written
-    if (leader) {
-      const int64_t next = r + int64_t(stages) * gridDim.x;
-      if (next < rows) bulk_load(stage_at(s), a.y + next * a.row_stride, row_bytes, &full[s]);
-    }
-    if (y == 0) {
-      const acc_t total = warp_tree(x < by ? totals[x] : acc_t(0), by);
-      if (x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
-  }
-}
-
-// How many row stages fit, or 0 when the staged kernel does not apply.
-template <typename scalar_t, int V>
-int staged_stages(const Plan& p, const Args<scalar_t>& a) {
-  const int64_t row_bytes = p.cols * int64_t(sizeof(scalar_t));
-  const bool shape_ok = p.vectorized && p.split_y && p.ctas == 1 && p.bx == kWarp && kOrder.lanes_before_warps &&
-                        p.cols % V == 0 && row_bytes % 16 == 0 && row_bytes <= kStageBytesMax;
-  const bool layout_ok = a.col_stride == 1 && a.row_stride == p.cols &&
-                         reinterpret_cast<uintptr_t>(a.y) % (sizeof(scalar_t) * V) == 0;
-  if (!shape_ok || !layout_ok) return 0;
-  const int stages = static_cast<int>(std::min<int64_t>(kStagedSmemBudget / row_bytes, kStagedSmemBudget / 1024));
-  return stages >= 2 ? stages : 0;
-}
-
 // Rows owned by one warp each (the reference's output split across warps); the
 // "warp" is bx lanes wide and may span several hardware warps when rows are few.
 template <typename scalar_t, int V, int U>
@@ -619,29 +514,22 @@ template <typename T> struct CudaType { using type = T; };
 template <> struct CudaType<at::Half> { using type = __half; };
 template <> struct CudaType<at::BFloat16> { using type = __nv_bfloat16; };
 
+// Logical threads each physical thread plays on the split-row path. One (the
+// reference's own block shape, with all of a thread's loads issued together) was
+// fastest on an H200 at every size measured (results/cuda_evidence.md);
+// KB14_LOGICAL_PER_THREAD=2|4|8|16 selects the others for such comparisons.
 int logical_per_physical(const Plan& p) {
   if (const char* forced = std::getenv("KB14_LOGICAL_PER_THREAD")) {
     const int lpp = std::atoi(forced);
     if ((lpp == 1 || lpp == 2 || lpp == 4 || lpp == 8 || lpp == 16) && p.by % lpp == 0) return lpp;
   }
-  return p.by % 4 == 0 ? 4 : (p.by % 2 == 0 ? 2 : 1);
+  return 1;
 }
 
 template <typename scalar_t, int V>
-void launch(const Plan& p, Args<scalar_t> a, cudaStream_t stream, int multiprocessors) {
+void launch(const Plan& p, Args<scalar_t> a, cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
-  if (const int stages = staged_stages<scalar_t, V>(p, a); stages > 0 && !std::getenv("KB14_NO_STAGED")) {
-    const size_t smem = size_t(stages) * p.cols * sizeof(scalar_t);
-    auto kernel = staged_rows_kernel<scalar_t, V>;
-    static const bool opted_in = [&] {  // the budget is fixed, so once per kernel
-      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStagedSmemBudget));
-      return true;
-    }();
-    (void)opted_in;
-    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(p.rows, multiprocessors));
-    kernel<<<grid, dim3(p.bx, p.by), smem, stream>>>(a, stages);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else if (p.split_y) {
+  if (p.split_y) {
     const int lpp = logical_per_physical(p);
     const dim3 block(p.bx, p.by / lpp);
     const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
@@ -694,7 +582,7 @@ void div_sum_scale_typed(const at::Tensor& y, double divisor, double scale, at::
   } else {
     a.partials = nullptr;
   }
-  launch<cuda_t, kInputVec<cuda_t>>(p, a, c10::cuda::getCurrentCUDAStream(), prop.multiprocessors);
+  launch<cuda_t, kInputVec<cuda_t>>(p, a, c10::cuda::getCurrentCUDAStream());
 }
 
 // Shapes whose reduction torch splits into several 32-bit-indexed launches
