@@ -93,27 +93,19 @@ inline int64_t ceil_log2(int64_t x) {
   return 64 - __builtin_clzll(static_cast<uint64_t>(x) - 1);
 }
 
-// How a vector load of L = 2W half/bfloat16 values becomes W float lanes
-// (SumKernel's InnerSumCastLoadPolicy).
-enum class Narrow {
-  kNone,      // L == W: one element per lane
-  kHalves,    // lane l = v[l] + v[W + l]      (bfloat16: load_fp32_from_bf16)
-  kAdjacent,  // lane l = (0 + v[2l]) + v[2l+1] (half: load_reduce_vec)
-};
-
 // One row of the reference's intermediate, read through `elem(i)` (the i-th value as
-// acc_t). W accumulator lanes per vector; L elements per vector load.
-template <typename acc_t, int W, int L, Narrow N, typename Elem>
+// acc_t). W accumulator lanes per vector; L elements per vector load: L == 2W for
+// half and bfloat16, whose vector load converts its two halves to float and adds
+// them lane-wise (verified bit for bit against torch's CPU sum).
+template <typename acc_t, int W, int L, typename Elem>
 struct RowCascade {
   const Elem& elem;
 
   inline acc_t vec_lane(int64_t v, int l) const {
-    if constexpr (N == Narrow::kNone) {
+    if constexpr (L == W) {
       return elem(v * L + l);
-    } else if constexpr (N == Narrow::kHalves) {
-      return elem(v * L + l) + elem(v * L + W + l);
     } else {
-      return (acc_t(0) + elem(v * L + 2 * l)) + elem(v * L + 2 * l + 1);
+      return elem(v * L + l) + elem(v * L + W + l);
     }
   }
 
@@ -170,7 +162,7 @@ struct RowCascade {
   // Scalar row_sum<acc_t>: the same ILP and cascade on single elements
   // (SumKernel's path for rows shorter than one vector).
   acc_t scalar_row_sum(int64_t n) const {
-    RowCascade<acc_t, 1, 1, Narrow::kNone, Elem> scalar{elem};
+    RowCascade<acc_t, 1, 1, Elem> scalar{elem};
     acc_t sum[1];
     scalar.vector_row_sum(n, sum);
     return sum[0];
@@ -189,9 +181,9 @@ struct RowCascade {
   }
 };
 
-template <typename acc_t, int W, int L, Narrow N, typename Elem>
+template <typename acc_t, int W, int L, typename Elem>
 acc_t cascade_sum(const Elem& elem, int64_t n) {
-  return RowCascade<acc_t, W, L, N, Elem>{elem}.sum(n);
+  return RowCascade<acc_t, W, L, Elem>{elem}.sum(n);
 }
 
 // `*out += value` into a zero-filled output (SumKernel's CastStoreAccumulate).
@@ -210,7 +202,7 @@ inline scalar_t scaled(scalar_t sum, double scale) {
   }
 }
 
-template <typename scalar_t, int W, int L, Narrow N, bool kContiguous>
+template <typename scalar_t, int W, int L, bool kContiguous>
 void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::Tensor& out) {
   using acc_t = typename AccType<scalar_t>::type;
   const int64_t rows = y.size(0), cols = y.size(1);
@@ -236,13 +228,13 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
     std::vector<scalar_t> buffer(max_threads, scalar_t(0));
     at::parallel_for(0, cols, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
       const scalar_t* chunk = base + (kContiguous ? begin : begin * col_stride);
-      const acc_t part = cascade_sum<acc_t, W, L, N>(row_elem(chunk), end - begin);
+      const acc_t part = cascade_sum<acc_t, W, L>(row_elem(chunk), end - begin);
       scalar_t& slot = buffer[at::get_thread_num()];
       slot = static_cast<scalar_t>(static_cast<acc_t>(slot) + part);
     });
     const CpuCast<scalar_t> cast;
     const scalar_t* buf = buffer.data();
-    const acc_t total = cascade_sum<acc_t, W, L, N>([buf, &cast](int64_t i) { return cast(buf[i]); },
+    const acc_t total = cascade_sum<acc_t, W, L>([buf, &cast](int64_t i) { return cast(buf[i]); },
                                                   max_threads);
     result[0] = scaled(store_accumulate<scalar_t>(total), scale);
     return;
@@ -251,7 +243,7 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
   const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(cols, 1));
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const acc_t total = cascade_sum<acc_t, W, L, N>(row_elem(base + r * row_stride), cols);
+      const acc_t total = cascade_sum<acc_t, W, L>(row_elem(base + r * row_stride), cols);
       result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);
     }
   });
@@ -275,13 +267,10 @@ void dispatch_layout(const at::Tensor& y, double divisor, double scale, at::Tens
   using acc_t = typename AccType<scalar_t>::type;
   constexpr int W = VecBytes / sizeof(acc_t);
   constexpr int L = VecBytes / sizeof(scalar_t);
-  constexpr Narrow N = std::is_same_v<scalar_t, c10::BFloat16> ? Narrow::kHalves
-                       : std::is_same_v<scalar_t, c10::Half>   ? Narrow::kAdjacent
-                                                               : Narrow::kNone;
   if (y.stride(1) == 1 || y.size(1) <= 1) {
-    div_sum_scale_rows<scalar_t, W, L, N, true>(y, divisor, scale, out);
+    div_sum_scale_rows<scalar_t, W, L, true>(y, divisor, scale, out);
   } else {
-    div_sum_scale_rows<scalar_t, W, L, N, false>(y, divisor, scale, out);
+    div_sum_scale_rows<scalar_t, W, L, false>(y, divisor, scale, out);
   }
 }
 

@@ -1,0 +1,84 @@
+"""CPU: kernels.div_sum_scale against the reference tail, bit for bit (torch.equal)."""
+
+import pytest
+import torch
+
+from kernels import div_sum_scale, div_sum_scale_reference
+from tests.shapes import random_shapes
+
+# 320 shapes, rows 0..5000 and columns 0..70000 (primes and powers of two among them).
+SHAPES = random_shapes(316, seed=7, max_rows=5000, max_cols=70000, max_numel=3_000_000) + [
+    (0, 8192), (5000, 0), (5000, 1), (1, 70000)]
+
+
+def _same(ours, ref):
+    nan = torch.isnan(ref)
+    return (ours.shape == ref.shape and ours.dtype == ref.dtype and torch.equal(torch.isnan(ours), nan)
+            and torch.equal(ours[~nan], ref[~nan]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_random_shapes_contiguous_and_sliced(dtype):
+    gen = torch.Generator().manual_seed(1)
+    failures = []
+    for rows, cols in SHAPES:
+        big = torch.randn(rows, cols + 2, dtype=dtype, generator=gen)
+        for name, y in (("contiguous", big[:, :cols].contiguous()), ("slice", big[:, 1 : cols + 1])):
+            if not _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)):
+                failures.append(f"{name} {rows}x{cols}")
+    assert not failures, f"{len(failures)} of {2 * len(SHAPES)} differ, e.g. {failures[:5]}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_types(dtype):
+    gen = torch.Generator().manual_seed(2)
+    for rows, cols in random_shapes(60, seed=3, max_rows=3000, max_cols=70000, max_numel=1_000_000):
+        y = torch.randn(rows, cols + 1, dtype=dtype, generator=gen)[:, 1:]
+        assert _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)), (rows, cols)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("cols", [32767, 32768, 65536, 100_003, 1_000_003])
+def test_single_long_row_follows_the_thread_split(threads, cols):
+    # One output: torch splits the row across threads; the split is part of the order.
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for dtype in (torch.float32, torch.float64, torch.bfloat16):
+            y = torch.randn(1, cols, dtype=dtype)
+            assert _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)), dtype
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("divisor,scale", [(2, 1.5), (3, 0.7), (-0.5, 2.0), (7.25, -1e-3), (0, 1.5),
+                                           (float("inf"), 1.0), (1e-30, 1e30), (2, float("nan"))])
+def test_divisors_and_scales(divisor, scale):
+    y = torch.randn(300, 4099)
+    assert _same(div_sum_scale(y, divisor, scale), div_sum_scale_reference(y, divisor, scale))
+
+
+def test_layouts():
+    base = torch.randn(700, 3000)
+    for name, y in {
+        "strided columns": base[:, ::3],
+        "offset rows": base[5:, 7:],
+        "transposed": base.t(),
+        "expanded": base[:1].expand(64, -1),
+        "single column": base[:, :1],
+        "empty rows": base[:0],
+        "empty columns": base[:, :0],
+    }.items():
+        assert _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)), name
+
+
+def test_nan_inf_and_signed_zero():
+    y = torch.randn(64, 5000)
+    y[3, 17] = float("nan")
+    y[5, 100] = float("inf")
+    y[6, 1], y[6, 2] = float("inf"), float("-inf")
+    y[7, :] = torch.finfo(torch.float32).max
+    y[8, :] = -0.0
+    ours, ref = div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)
+    assert _same(ours, ref)
+    assert torch.equal(torch.signbit(ours), torch.signbit(ref))
