@@ -29,7 +29,7 @@ import kernels  # noqa: E402
 import reference  # noqa: E402
 from kernels import div_sum_scale, div_sum_scale_reference  # noqa: E402
 from modelnew import ModelNew  # noqa: E402
-from tests.shapes import random_shapes  # noqa: E402
+from tests.cases import random_shapes  # noqa: E402
 
 FLUSH_BYTES = 256 * 1024 * 1024
 

@@ -4,17 +4,11 @@ import pytest
 import torch
 
 from kernels import div_sum_scale, div_sum_scale_reference
-from tests.shapes import random_shapes
+from tests.cases import layouts, random_shapes, same_bits as _same
 
 # 320 shapes, rows 0..5000 and columns 0..70000 (primes and powers of two among them).
 SHAPES = random_shapes(316, seed=7, max_rows=5000, max_cols=70000, max_numel=3_000_000) + [
     (0, 8192), (5000, 0), (5000, 1), (1, 70000)]
-
-
-def _same(ours, ref):
-    nan = torch.isnan(ref)
-    return (ours.shape == ref.shape and ours.dtype == ref.dtype and torch.equal(torch.isnan(ours), nan)
-            and torch.equal(ours[~nan], ref[~nan]))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -59,16 +53,7 @@ def test_divisors_and_scales(divisor, scale):
 
 
 def test_layouts():
-    base = torch.randn(700, 3000)
-    for name, y in {
-        "strided columns": base[:, ::3],
-        "offset rows": base[5:, 7:],
-        "transposed": base.t(),
-        "expanded": base[:1].expand(64, -1),
-        "single column": base[:, :1],
-        "empty rows": base[:0],
-        "empty columns": base[:, :0],
-    }.items():
+    for name, y in layouts(torch.randn(700, 3000)).items():
         assert _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)), name
 
 

@@ -1,5 +1,6 @@
-"""Random shapes for the bit-exactness sweeps: log-uniform, with primes, powers of two
-and edge sizes forced in, capped in element count so a sweep stays fast."""
+"""Shared test cases: random shapes for the bit-exactness sweeps (log-uniform, with
+primes, powers of two and edge sizes forced in, capped in element count so a sweep
+stays fast), layouts, and the bitwise comparison."""
 
 import math
 import random
@@ -24,3 +25,25 @@ def random_shapes(n, seed, max_rows, max_cols, max_numel, min_rows=0, min_cols=0
         rows = max(min_rows, min(rows, max_rows, max(1, max_numel // max(cols, 1))))
         shapes.append((rows, cols))
     return shapes
+
+
+def layouts(base):
+    """Views of a 2-D tensor that exercise every layout path of the op."""
+    return {
+        "strided columns": base[:, ::3],
+        "offset rows": base[5:, 7:],
+        "transposed": base.t(),
+        "expanded": base[:1].expand(64, -1),
+        "single column": base[:, :1],
+        "empty rows": base[:0],
+        "empty columns": base[:, :0],
+    }
+
+
+def same_bits(ours, ref):
+    """torch.equal, except that NaN matches NaN in the same places."""
+    import torch
+
+    nan = torch.isnan(ref)
+    return (ours.shape == ref.shape and ours.dtype == ref.dtype and ours.device == ref.device
+            and torch.equal(torch.isnan(ours), nan) and torch.equal(ours[~nan], ref[~nan]))
