@@ -36,8 +36,8 @@ import torch
 from torch.utils import cpp_extension
 
 SOURCE_DIR = Path(__file__).resolve().parent
-CPU_SOURCES = ("div_sum_scale.h", "fused_reduce_cpu.cpp")
-CUDA_SOURCES = ("fused_reduce.cu",)
+CPU_SOURCES = ("div_sum_scale.h", "fused_reduce_cpu.cpp", "colsum.cpp")
+CUDA_SOURCES = ("fused_reduce.cu", "colsum.cu")
 LIBRARY = "kb14"
 
 
@@ -147,7 +147,8 @@ def _compile(spec: BuildSpec, build_dir: Path) -> Path:
         # Left by a build that died: nobody else can be using it while we hold the lock.
         shutil.rmtree(build_dir)
     build_dir.mkdir(parents=True)
-    cpp = [(SOURCE_DIR / "fused_reduce_cpu.cpp").read_text()]
+    # load_inline joins the .cpp sources into one translation unit (headers are included by them).
+    cpp = [(SOURCE_DIR / n).read_text() for n in CPU_SOURCES if n.endswith(".cpp")]
     cuda = [(SOURCE_DIR / n).read_text() for n in CUDA_SOURCES] if spec.with_cuda else None
     options = {}
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:

@@ -1,4 +1,4 @@
-"""Compile kernels/fused_reduce.cu for sm_90 with nvcc (no GPU needed) and fail on
+"""Compile the CUDA sources for sm_90 with nvcc (no GPU needed) and fail on
 register spills reported by ptxas. Skips when nvcc is not installed."""
 
 import re
@@ -14,14 +14,18 @@ NVCC = shutil.which("nvcc")
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("torch_version", [209, 211], ids=["order-2.4-2.9", "order-2.10+"])
-def test_sm90_build_has_no_spills(tmp_path, torch_version):
+@pytest.mark.parametrize(
+    "source,torch_version",
+    [("fused_reduce.cu", 209), ("fused_reduce.cu", 211), ("colsum.cu", 211)],
+    ids=["fused_reduce-order-2.4-2.9", "fused_reduce-order-2.10+", "colsum"],
+)
+def test_sm90_build_has_no_spills(tmp_path, source, torch_version):
     includes = [f"-I{p}" for p in include_paths()]
     # The CPU wheel ships the c10/cuda headers but not this generated one.
     shim = tmp_path / "c10" / "cuda" / "impl"
     shim.mkdir(parents=True)
     (shim / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    cmd = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o", str(tmp_path / "k.o"),
+    cmd = [NVCC, "-c", str(jit.SOURCE_DIR / source), "-o", str(tmp_path / "k.o"),
            "-gencode=arch=compute_90,code=sm_90", "-std=c++17", "-O3", "--fmad=false",
            "-Xptxas=-v", f"-DKB14_TORCH_VERSION={torch_version}", f"-I{jit.SOURCE_DIR}", *includes,
            f"-I{tmp_path}"]
