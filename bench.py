@@ -281,6 +281,34 @@ def robust_time(
     return {**_stats_median(times), "calls": calls, "warmup": warmup}
 
 
+def paired_time(fns: dict, *, rounds: int, backend: Backend) -> dict:
+    """Each function once per round, in turn, each after a cache flush: per-function
+    times (ms) taken side by side. The GEMM's time drifts by tens of microseconds
+    between runs; interleaving makes the differences between rows immune to that drift,
+    so they can resolve a ~10 us tail under a 2.7 ms GEMM."""
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            backend.sync()
+            backend.flush()
+            timer = backend.new_timer()
+            timer.start()
+            fn()
+            timer.stop()
+            times[name].append(timer.elapsed_ms())
+    backend.sync()
+    return times
+
+
+def paired_differences(times: dict, base: str) -> dict:
+    """Median (and IQR) of each row's per-round difference from `base`, in ms."""
+    out = {}
+    for name, t in times.items():
+        if name != base:
+            out[f"{name} - {base}"] = _stats_median([a - b for a, b in zip(t, times[base])])
+    return out
+
+
 def graph_time(
     fn: Callable,
     arg_sets: Sequence[Sequence],
@@ -488,7 +516,8 @@ def git_info() -> dict:
     try:
         return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
+        # A copy of the tree without .git (a remote GPU machine): the caller may say.
+        return {"commit": os.environ.get("KB14_GIT_COMMIT"), "dirty": None}
 
 
 def machine_info(device: torch.device) -> dict:
@@ -895,6 +924,9 @@ def run_sweep(args, device: torch.device, backend: Backend, ceilings: dict, l2: 
                     "L2-flushed median"}
 
 
+PAIRED_ROUNDS = 60
+
+
 def run_bench(args) -> dict:
     """Run everything `args` asks for and return the result dict (the JSON).
 
@@ -951,12 +983,26 @@ def run_bench(args) -> dict:
                 if rows[-1].get("time_ms"):
                     log(f"  median {_fmt_time(rows[-1]['time_ms'])}, KernelBench mean "
                         f"{_fmt_time(rows[-1]['kernelbench']['mean_ms'])}")
+            models = {c.name: (lambda c=c: c.fn(*c.args)) for c in cases
+                      if c.kind == "model" and not any(r["name"] == c.name and r.get("error") for r in rows)}
             del cases
             for r in rows:
                 _add_roofline(r, ceilings)
             _speedups(rows)
             result["rows"] = rows
             result["breakdown"] = breakdown(rows, ceilings)
+            if result["breakdown"] is not None and "matmul alone" in models:
+                log(f"paired timing of the model rows ({PAIRED_ROUNDS} interleaved rounds)")
+                with torch.no_grad():
+                    paired = paired_time(models, rounds=PAIRED_ROUNDS if cuda else 2, backend=backend)
+                result["breakdown"]["paired"] = {
+                    "rounds": len(paired["matmul alone"]),
+                    "median_ms": {k: _stats_median(v)["median_ms"] for k, v in paired.items()},
+                    "vs_matmul": paired_differences(paired, "matmul alone"),
+                    "vs_reference_eager": {
+                        k: v for k, v in paired_differences(paired, "reference eager").items()
+                        if not k.startswith("matmul alone")} if "reference eager" in paired else {},
+                }
         if args.sweep or args.sweep_only:
             result["sweep"] = run_sweep(args, device, backend, ceilings, l2)
     finally:
@@ -1016,6 +1062,12 @@ def format_table(result: dict) -> str:
                      "ceiling (B*H*4 read + B*4 written). Speedups use the medians.")
     if result.get("breakdown"):
         lines += ["", "breakdown: " + result["breakdown"]["statement"]]
+        paired = result["breakdown"].get("paired")
+        if paired:
+            lines.append(f"paired ({paired['rounds']} interleaved rounds, median of per-round differences):")
+            for group in ("vs_matmul", "vs_reference_eager"):
+                for name, st in paired[group].items():
+                    lines.append(f"  {name:<45} {_fmt_time(st['median_ms']):>10}  [IQR {_fmt_time(st['iqr_ms'])}]")
     sw = result.get("sweep")
     if sw:
         names = sorted({k for p in sw["points"] for k in p["variants"]},

@@ -40,7 +40,8 @@ def git_commit() -> str:
         dirty = subprocess.call(["git", "diff", "--quiet", "HEAD"], cwd=ROOT) != 0
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        # A copy of the tree without .git (a remote GPU machine): the caller may say.
+        return os.environ.get("KB14_GIT_COMMIT", "unknown")
 
 
 def time_cold(fn, reps: int, warmup: int = 5, flush_by: str = "read") -> list[float]:
