@@ -222,15 +222,23 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
   const bool serial = numel < at::internal::GRAIN_SIZE || at::get_num_threads() == 1 ||
                       at::in_parallel_region();
   if (rows == 1 && !serial) {
-    // SumKernel's two-pass reduction for a single output: each thread sums its
-    // chunk into a buffer of the output dtype, then the buffer is summed.
-    const int max_threads = at::get_num_threads();
+    // SumKernel's two-pass reduction for a single output: the row is cut into
+    // min(threads, ceil(cols / GRAIN_SIZE)) equal chunks (at::parallel_for's split),
+    // chunk t is summed into slot t of a buffer of the output dtype, then the buffer
+    // is summed. Slots are indexed by chunk, not by the thread that ran it, so the
+    // result cannot depend on which OpenMP runtime schedules the work.
+    const int64_t max_threads = at::get_num_threads();
+    const int64_t used = std::min<int64_t>(max_threads, (cols + at::internal::GRAIN_SIZE - 1) / at::internal::GRAIN_SIZE);
+    const int64_t chunk = (cols + used - 1) / used;
     std::vector<scalar_t> buffer(max_threads, scalar_t(0));
-    at::parallel_for(0, cols, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
-      const scalar_t* chunk = base + (kContiguous ? begin : begin * col_stride);
-      const acc_t part = cascade_sum<acc_t, W, L>(row_elem(chunk), end - begin);
-      scalar_t& slot = buffer[at::get_thread_num()];
-      slot = static_cast<scalar_t>(static_cast<acc_t>(slot) + part);
+    at::parallel_for(0, used, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t first = t * chunk, last = std::min(cols, first + chunk);
+        if (first >= last) continue;
+        const scalar_t* part_base = base + (kContiguous ? first : first * col_stride);
+        const acc_t part = cascade_sum<acc_t, W, L>(row_elem(part_base), last - first);
+        buffer[t] = static_cast<scalar_t>(static_cast<acc_t>(scalar_t(0)) + part);
+      }
     });
     const CpuCast<scalar_t> cast;
     const scalar_t* buf = buffer.data();
