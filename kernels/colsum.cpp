@@ -15,6 +15,8 @@
 // The sources of this folder are compiled as one translation unit (kernels/jit.py):
 // everything here lives in kb14::colsum_impl so that no name clashes with another file.
 
+#include "div_sum_scale.h"
+
 #include <ATen/Parallel.h>
 #include <ATen/ATen.h>
 #include <c10/util/BFloat16.h>
@@ -53,7 +55,7 @@ void check_colsum_inputs(const at::Tensor& w) {
   TORCH_CHECK(w.layout() == at::kStrided, "colsum: weight must be a dense (strided) tensor, got layout ",
               w.layout());
   TORCH_CHECK(w.dim() == 2, "colsum: weight must be 2-D (hidden, input), got ", w.dim(), "-D with shape ",
-              w.sizes());
+              kb14::shape_string(w));
   TORCH_CHECK(colsum_impl::is_supported_float(w.scalar_type()),
               "colsum: weight must be float32, float64, float16 or bfloat16, got ", w.scalar_type());
 }
@@ -62,9 +64,9 @@ void check_colsum_matvec_inputs(const at::Tensor& x, const at::Tensor& c) {
   TORCH_CHECK(x.layout() == at::kStrided && c.layout() == at::kStrided,
               "colsum_matvec: x and colsum must be dense (strided) tensors");
   TORCH_CHECK(x.dim() == 2, "colsum_matvec: x must be 2-D (batch, input), got ", x.dim(), "-D with shape ",
-              x.sizes());
+              kb14::shape_string(x));
   TORCH_CHECK(c.dim() == 1, "colsum_matvec: colsum must be 1-D (input,), got ", c.dim(), "-D with shape ",
-              c.sizes());
+              kb14::shape_string(c));
   TORCH_CHECK(colsum_impl::is_supported_float(x.scalar_type()),
               "colsum_matvec: x must be float32, float64, float16 or bfloat16, got ", x.scalar_type());
   TORCH_CHECK(c.scalar_type() == at::kDouble,

@@ -32,7 +32,7 @@ namespace kb14 {
 
 void check_div_sum_scale_inputs(const at::Tensor& y) {
   TORCH_CHECK(y.dim() == 2, "div_sum_scale: y must be 2-D (rows, columns), got ", y.dim(),
-              "-D with shape ", y.sizes());
+              "-D with shape ", shape_string(y));
   const auto dt = y.scalar_type();
   TORCH_CHECK(dt == at::kFloat || dt == at::kDouble || dt == at::kHalf || dt == at::kBFloat16,
               "div_sum_scale: y must be float32, float64, float16 or bfloat16, got ", dt);
