@@ -31,6 +31,9 @@ def colsum(weight: torch.Tensor) -> torch.Tensor:
     """`weight.sum(0)` accumulated and returned in fp64 (shape `(weight.shape[1],)`)."""
     if not isinstance(weight, torch.Tensor):
         raise TypeError(f"colsum: weight must be a torch.Tensor, got {type(weight).__name__}")
+    if weight.dim() != 2:  # also TORCH_CHECKed in C++; see kernels.ops.div_sum_scale
+        raise ValueError(f"colsum: weight must be 2-D (hidden, input), got {weight.dim()}-D with shape "
+                         f"{tuple(weight.shape)}")
     return COLSUM(weight)
 
 
@@ -43,6 +46,11 @@ def colsum_matvec(x: torch.Tensor, colsum: torch.Tensor, scale: float = 1.0) -> 
         raise TypeError("colsum_matvec: x and colsum must be torch.Tensors")
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise TypeError(f"colsum_matvec: scale must be a Python int or float, got {type(scale).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"colsum_matvec: x must be 2-D (batch, input), got {x.dim()}-D with shape {tuple(x.shape)}")
+    if colsum.dim() != 1:
+        raise ValueError(f"colsum_matvec: colsum must be 1-D (input,), got {colsum.dim()}-D with shape "
+                         f"{tuple(colsum.shape)}")
     return MATVEC(x, colsum, float(scale))
 
 

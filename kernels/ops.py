@@ -13,6 +13,7 @@ import torch
 
 OP = torch.ops.kb14.div_sum_scale.default
 OP_NAME = "kb14::div_sum_scale"
+FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def div_sum_scale_reference(y: torch.Tensor, divisor: float, scale: float) -> torch.Tensor:
@@ -37,6 +38,12 @@ def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> 
     """
     if not isinstance(y, torch.Tensor):
         raise TypeError(f"div_sum_scale: y must be a torch.Tensor, got {type(y).__name__}")
+    # Checked here as well as in C++ (TORCH_CHECK): a Python error names the problem
+    # without a C++ trace, and skips a throw across the extension (see README, Known issues).
+    if y.dim() != 2:
+        raise ValueError(f"div_sum_scale: y must be 2-D (rows, columns), got {y.dim()}-D with shape {tuple(y.shape)}")
+    if y.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"div_sum_scale: y must be float32, float64, float16 or bfloat16, got {y.dtype}")
     return OP(y, _as_number(divisor, "divisor"), _as_number(scale, "scale"))
 
 
@@ -44,7 +51,7 @@ def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> 
 def _fake(y, divisor, scale):
     torch._check(y.dim() == 2, lambda: f"div_sum_scale: y must be 2-D, got {y.dim()}-D")
     torch._check(
-        y.dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16),
+        y.dtype in FLOAT_DTYPES,
         lambda: f"div_sum_scale: y must be a floating dtype, got {y.dtype}",
     )
     return y.new_empty((y.shape[0], 1))

@@ -363,13 +363,13 @@ def test_compile_fullgraph_model():
 
 def test_bad_inputs():
     c = torch.randn(5, dtype=torch.float64)
-    with pytest.raises(RuntimeError, match="must be 2-D"):
+    with pytest.raises(ValueError, match="must be 2-D"):
         colsum(torch.randn(5))
     with pytest.raises(RuntimeError, match="float32, float64, float16 or bfloat16"):
         colsum(torch.ones(3, 5, dtype=torch.int32))
-    with pytest.raises(RuntimeError, match="x must be 2-D"):
+    with pytest.raises(ValueError, match="x must be 2-D"):
         colsum_matvec(torch.randn(5), c, 1.0)
-    with pytest.raises(RuntimeError, match="colsum must be 1-D"):
+    with pytest.raises(ValueError, match="colsum must be 1-D"):
         colsum_matvec(torch.randn(2, 5), c[None], 1.0)
     with pytest.raises(RuntimeError, match="colsum must be float64"):
         colsum_matvec(torch.randn(2, 5), c.float(), 1.0)

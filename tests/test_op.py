@@ -34,17 +34,22 @@ def test_gradcheck_float64():
 
 
 @pytest.mark.parametrize(
-    "y,match",
+    "y,error,match",
     [
-        (torch.randn(4), "2-D"),
-        (torch.randn(2, 3, 4), "2-D"),
-        (torch.ones(4, 5, dtype=torch.int32), "float32, float64, float16 or bfloat16"),
-        (torch.ones(4, 5, dtype=torch.complex64), "float32, float64, float16 or bfloat16"),
+        (torch.randn(4), ValueError, r"2-D \(rows, columns\), got 1-D with shape \(4,\)"),
+        (torch.randn(2, 3, 4), ValueError, "2-D"),
+        (torch.ones(4, 5, dtype=torch.int32), TypeError, "float32, float64, float16 or bfloat16, got torch.int32"),
+        (torch.ones(4, 5, dtype=torch.complex64), TypeError, "float32, float64, float16 or bfloat16"),
     ],
 )
-def test_bad_tensors_are_named(y, match):
-    with pytest.raises(RuntimeError, match=match):
+def test_bad_tensors_are_named(y, error, match):
+    with pytest.raises(error, match=match):
         div_sum_scale(y, 2, 1.5)
+
+
+def test_the_op_itself_checks_dtype():
+    with pytest.raises(RuntimeError, match="float32, float64, float16 or bfloat16"):
+        kernels.ops.OP(torch.ones(4, 5, dtype=torch.int32), 2.0, 1.5)
 
 
 def test_bad_scalars_are_named():
