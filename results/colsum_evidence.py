@@ -22,8 +22,6 @@ builds them: allow a few minutes more).
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import statistics
 import sys
 import time
@@ -37,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import kernels  # noqa: E402
 import reference  # noqa: E402
 from modelnew import ModelNewColsum  # noqa: E402
-from results.cuda_evidence import git_commit, read_ceiling_gbs, summary, time_cold  # noqa: E402
+from results.cuda_evidence import read_ceiling_gbs, run_header, summary, time_cold, write_outputs  # noqa: E402
 
 SEED = 42
 TOLS = (1e-4, 1e-3, 1e-2)
@@ -201,22 +199,12 @@ def main(argv=None) -> int:
     # KernelBench never enables TF32: the reference GEMM is full fp32.
     torch.backends.cuda.matmul.allow_tf32 = False
     t0 = time.time()
-    result = {
-        "gpu": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "commit": git_commit(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
+    result = run_header()
     result["accuracy"] = accuracy(args.trials)
     print(f"accuracy done in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     result["speed"] = speed(args.reps)
     result["seconds"] = time.time() - t0
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "colsum_evidence.json").write_text(json.dumps(result, indent=2))
-    (out / "colsum_evidence.md").write_text(markdown(result))
-    print(markdown(result))
+    write_outputs(args.out, "colsum_evidence", result, markdown(result))
     return 0
 
 

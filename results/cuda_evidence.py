@@ -25,7 +25,6 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import kernels  # noqa: E402
 import reference  # noqa: E402
 from kernels import div_sum_scale, div_sum_scale_reference  # noqa: E402
 from modelnew import ModelNew  # noqa: E402
@@ -42,6 +41,25 @@ def git_commit() -> str:
     except (OSError, subprocess.CalledProcessError):
         # A copy of the tree without .git (a remote GPU machine): the caller may say.
         return os.environ.get("KB14_GIT_COMMIT", "unknown")
+
+
+def run_header() -> dict:
+    """The facts every evidence file starts with: GPU, versions, commit, date."""
+    return {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "commit": git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_outputs(out_dir: str, stem: str, result: dict, markdown_text: str) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=2))
+    (out / f"{stem}.md").write_text(markdown_text)
+    print(markdown_text)
 
 
 def time_cold(fn, reps: int, warmup: int = 5, flush_by: str = "read") -> list[float]:
@@ -223,23 +241,13 @@ def main(argv=None) -> int:
         print("cuda_evidence: no CUDA GPU here", file=sys.stderr)
         return 2
     t0 = time.time()
-    result = {
-        "gpu": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "commit": git_commit(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
+    result = run_header()
     result["exact"] = exactness(args.trials, args.shapes)
     print(f"exactness done in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     result["speed"] = speed(args.reps)
     if args.variants:
         result["variants"] = variants(args.reps)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cuda_evidence.json").write_text(json.dumps(result, indent=2))
-    (out / "cuda_evidence.md").write_text(markdown(result))
-    print(markdown(result))
+    write_outputs(args.out, "cuda_evidence", result, markdown(result))
     return 0
 
 

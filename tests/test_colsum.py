@@ -11,7 +11,6 @@ import pytest
 import torch
 import torch.nn as nn
 
-import kernels
 import reference
 from kernels import colsum, colsum_matvec, colsum_matvec_reference
 from kernels.colsum_ops import COLSUM, MATVEC
