@@ -202,6 +202,19 @@ def _stats_median(times: Sequence[float]) -> dict:
             "min_ms": min(times), "max_ms": max(times)}
 
 
+def _timed_call(fn: Callable, args: Sequence, sync, flush, new_timer) -> float:
+    """One KernelBench-style timed call: synchronize, flush, events around the call,
+    synchronize; milliseconds."""
+    sync()
+    flush()
+    timer = new_timer()
+    timer.start()
+    fn(*args)
+    timer.stop()
+    sync()
+    return timer.elapsed_ms()
+
+
 def kernelbench_time(
     fn: Callable,
     args: Sequence = (),
@@ -222,16 +235,7 @@ def kernelbench_time(
     for _ in range(warmup):
         fn(*args)
         sync()
-    times = []
-    for _ in range(trials):
-        sync()
-        flush()
-        timer = new_timer()
-        timer.start()
-        fn(*args)
-        timer.stop()
-        sync()
-        times.append(timer.elapsed_ms())
+    times = [_timed_call(fn, args, sync, flush, new_timer) for _ in range(trials)]
     return {**_stats_mean(times), "trials": trials, "warmup": warmup, "times_ms": times}
 
 
@@ -289,14 +293,7 @@ def paired_time(fns: dict, *, rounds: int, backend: Backend) -> dict:
     times = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            backend.sync()
-            backend.flush()
-            timer = backend.new_timer()
-            timer.start()
-            fn()
-            timer.stop()
-            times[name].append(timer.elapsed_ms())
-    backend.sync()
+            times[name].append(_timed_call(fn, (), backend.sync, backend.flush, backend.new_timer))
     return times
 
 

@@ -36,6 +36,19 @@ def _count_optimizer_step(optimizer, args, kwargs) -> None:
 register_optimizer_step_post_hook(_count_optimizer_step)
 
 
+def _check_input(model: nn.Module, x) -> None:
+    """x must be (batch, input_size) with the weight's dtype and device: say which is off."""
+    w, name = model.weight, type(model).__name__
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != w.shape[1]:
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"{name}: x must be a 2-D tensor (batch, {w.shape[1]}), got {shape}")
+    if x.device != w.device or x.dtype != w.dtype:
+        raise ValueError(
+            f"{name}: x is {x.dtype} on {x.device} but the weight is {w.dtype} on {w.device}; "
+            "move one of them (model.to(...))"
+        )
+
+
 class ModelNew(nn.Module):
     def __init__(self, input_size, hidden_size, scaling_factor):
         super().__init__()
@@ -44,16 +57,7 @@ class ModelNew(nn.Module):
         self.scaling_factor = scaling_factor
 
     def forward(self, x):
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.weight.shape[1]:
-            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(
-                f"ModelNew: x must be a 2-D tensor (batch, {self.weight.shape[1]}), got {shape}"
-            )
-        if x.device != self.weight.device or x.dtype != self.weight.dtype:
-            raise ValueError(
-                f"ModelNew: x is {x.dtype} on {x.device} but the weight is "
-                f"{self.weight.dtype} on {self.weight.device}; move one of them (model.to(...))"
-            )
+        _check_input(self, x)
         y = torch.matmul(x, self.weight.T)
         return kernels.div_sum_scale(y, DIVISOR, self.scaling_factor)
 
@@ -132,37 +136,26 @@ class ModelNewColsum(nn.Module):
 
     def colsum(self) -> torch.Tensor:
         """W.sum(0) in fp64, from the cache when the weight has not changed (no autograd)."""
+        return self._colsum(differentiable=False)
+
+    def _colsum(self, differentiable: bool) -> torch.Tensor:
+        # A differentiable column sum is always recomputed through the op (autograd
+        # registered), so that gradients reach the weight; its value refreshes the cache.
         w = self.weight
         if torch.compiler.is_compiling():
-            return kernels.colsum(w.detach())
+            return kernels.colsum(w if differentiable else w.detach())
         key = self._key(w)
-        if not self._key_matches(key):
-            with torch.no_grad():
-                value = kernels.colsum(w)
+        stale = not self._key_matches(key)
+        if not (stale or differentiable):
+            return self._colsum_value
+        with torch.set_grad_enabled(differentiable):
+            value = kernels.colsum(w)
+        if stale:
             self.colsum_refreshes += 1
-            self._colsum_value, self._colsum_key = value, key
-            return value
-        return self._colsum_value
+        self._colsum_value, self._colsum_key = value.detach(), key
+        return value
 
     def forward(self, x):
-        w = self.weight
-        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != w.shape[1]:
-            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"ModelNewColsum: x must be a 2-D tensor (batch, {w.shape[1]}), got {shape}")
-        if x.device != w.device or x.dtype != w.dtype:
-            raise ValueError(
-                f"ModelNewColsum: x is {x.dtype} on {x.device} but the weight is "
-                f"{w.dtype} on {w.device}; move one of them (model.to(...))"
-            )
-        if torch.is_grad_enabled() and w.requires_grad:
-            # Differentiable w.r.t. the weight: recompute through the op (autograd
-            # registered); the value equals the cached one, which it refreshes.
-            colsum = kernels.colsum(w)
-            if not torch.compiler.is_compiling():
-                key = self._key(w)
-                if not self._key_matches(key):
-                    self.colsum_refreshes += 1
-                self._colsum_value, self._colsum_key = colsum.detach(), key
-        else:
-            colsum = self.colsum()
-        return kernels.colsum_matvec(x, colsum, self.scaling_factor / DIVISOR)
+        _check_input(self, x)
+        differentiable = torch.is_grad_enabled() and self.weight.requires_grad
+        return kernels.colsum_matvec(x, self._colsum(differentiable), self.scaling_factor / DIVISOR)

@@ -32,12 +32,6 @@
 namespace kb14 {
 namespace colsum_impl {
 
-bool is_supported_float(at::ScalarType dt) {
-  return dt == at::kFloat || dt == at::kDouble || dt == at::kHalf || dt == at::kBFloat16;
-}
-
-int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Any supported element, exactly, as a double (half and bfloat16 through float).
 template <typename scalar_t>
 inline double widen(scalar_t v) {
@@ -55,8 +49,8 @@ void check_colsum_inputs(const at::Tensor& w) {
   TORCH_CHECK(w.layout() == at::kStrided, "colsum: weight must be a dense (strided) tensor, got layout ",
               w.layout());
   TORCH_CHECK(w.dim() == 2, "colsum: weight must be 2-D (hidden, input), got ", w.dim(), "-D with shape ",
-              kb14::shape_string(w));
-  TORCH_CHECK(colsum_impl::is_supported_float(w.scalar_type()),
+              w.sizes());
+  TORCH_CHECK(is_float_dtype(w.scalar_type()),
               "colsum: weight must be float32, float64, float16 or bfloat16, got ", w.scalar_type());
 }
 
@@ -64,10 +58,10 @@ void check_colsum_matvec_inputs(const at::Tensor& x, const at::Tensor& c) {
   TORCH_CHECK(x.layout() == at::kStrided && c.layout() == at::kStrided,
               "colsum_matvec: x and colsum must be dense (strided) tensors");
   TORCH_CHECK(x.dim() == 2, "colsum_matvec: x must be 2-D (batch, input), got ", x.dim(), "-D with shape ",
-              kb14::shape_string(x));
+              x.sizes());
   TORCH_CHECK(c.dim() == 1, "colsum_matvec: colsum must be 1-D (input,), got ", c.dim(), "-D with shape ",
-              kb14::shape_string(c));
-  TORCH_CHECK(colsum_impl::is_supported_float(x.scalar_type()),
+              c.sizes());
+  TORCH_CHECK(is_float_dtype(x.scalar_type()),
               "colsum_matvec: x must be float32, float64, float16 or bfloat16, got ", x.scalar_type());
   TORCH_CHECK(c.scalar_type() == at::kDouble,
               "colsum_matvec: colsum must be float64 (as kb14::colsum returns it), got ", c.scalar_type());

@@ -12,19 +12,16 @@
 // Compiled in one translation unit with the other .cu sources of this folder: all
 // names live in kb14::colsum_cuda.
 
-#include <ATen/ATen.h>
-#include <c10/cuda/CUDAException.h>
+#include "cuda_common.cuh"
+#include "div_sum_scale.h"
+
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <torch/library.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <limits>
-#include <mutex>
 
 namespace kb14 {
 
@@ -37,14 +34,10 @@ namespace colsum_cuda {
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 
-template <typename T> struct Elem { using type = T; };
-template <> struct Elem<c10::Half> { using type = __half; };
-template <> struct Elem<c10::BFloat16> { using type = __nv_bfloat16; };
-
 __device__ __forceinline__ double widen(float v) { return static_cast<double>(v); }
 __device__ __forceinline__ double widen(double v) { return v; }
-__device__ __forceinline__ double widen(__half v) { return static_cast<double>(__half2float(v)); }
-__device__ __forceinline__ double widen(__nv_bfloat16 v) { return static_cast<double>(__bfloat162float(v)); }
+__device__ __forceinline__ double widen(__half v) { return static_cast<double>(to_float(v)); }
+__device__ __forceinline__ double widen(__nv_bfloat16 v) { return static_cast<double>(to_float(v)); }
 
 template <typename T> __device__ __forceinline__ T narrow(double v);
 template <> __device__ __forceinline__ float narrow<float>(double v) { return __double2float_rn(v); }
@@ -60,18 +53,6 @@ struct alignas(16) Vec16 {
   static constexpr int V = 16 / sizeof(T);
   T v[V];
 };
-
-int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int sm_count(int device) {
-  static std::array<int, 64> cache{};
-  static std::array<std::once_flag, 64> once;
-  TORCH_CHECK(device >= 0 && device < 64, "kb14 colsum: device index ", device, " out of range");
-  std::call_once(once[device], [device] {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&cache[device], cudaDevAttrMultiProcessorCount, device));
-  });
-  return cache[device];
-}
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -133,7 +114,7 @@ __global__ void __launch_bounds__(kThreads) colsum_combine_kernel(const double* 
 
 template <typename scalar_t>
 void launch_colsum(const at::Tensor& w, at::Tensor& out) {
-  using T = typename Elem<scalar_t>::type;
+  using T = typename CudaType<scalar_t>::type;
   constexpr int V = Vec16<T>::V;
   const int64_t H = w.size(0), K = w.size(1);
   const T* ptr = reinterpret_cast<const T*>(w.const_data_ptr<scalar_t>());
@@ -143,7 +124,7 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   const int64_t col_blocks = div_up(div_up(K, per_thread), kThreads);
   TORCH_CHECK(col_blocks <= std::numeric_limits<int32_t>::max(), "colsum: weight has too many columns (", K, ")");
   // Enough blocks to fill the GPU several times over, each summing at least 32 rows.
-  const int64_t target = int64_t(sm_count(w.get_device())) * 8;
+  const int64_t target = int64_t(device_shape(w.get_device()).multiprocessors) * 8;
   const int64_t slices = std::clamp<int64_t>(div_up(target, col_blocks), 1, std::max<int64_t>(1, H / 32));
   const int64_t rows_per_slice = div_up(H, slices);
   const int64_t used = div_up(H, rows_per_slice);  // every slice non-empty
@@ -292,7 +273,7 @@ __global__ void __launch_bounds__(kThreads) colsum_matvec_finish_kernel(const do
 
 template <typename scalar_t>
 void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::Tensor& out) {
-  using T = typename Elem<scalar_t>::type;
+  using T = typename CudaType<scalar_t>::type;
   constexpr int V = Vec16<T>::V;
   const int64_t B = x.size(0), K = x.size(1);
   TORCH_CHECK(B <= std::numeric_limits<int32_t>::max(), "colsum_matvec: too many rows (", B, ")");
@@ -311,7 +292,7 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   const int64_t units = vector ? K / V : K;  // vectors (or elements) to share out
   // Split rows only when there are too few of them to fill the GPU, keeping at
   // least 4 loads per thread per split.
-  const int64_t target = int64_t(sm_count(x.get_device())) * 8;
+  const int64_t target = int64_t(device_shape(x.get_device()).multiprocessors) * 8;
   const int64_t max_splits = std::max<int64_t>(1, units / (4 * kThreads));
   const int64_t splits = std::clamp<int64_t>(div_up(target, std::max<int64_t>(B, 1)), 1, std::min<int64_t>(max_splits, 1024));
   a.vecs_per_split = div_up(std::max<int64_t>(units, 1), splits);

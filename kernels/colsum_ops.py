@@ -18,13 +18,12 @@ it is far closer to the exact answer. The kernels are registered from C++
 
 from __future__ import annotations
 
-import numbers
-
 import torch
+
+from kernels.ops import FLOAT_DTYPES, as_number
 
 COLSUM = torch.ops.kb14.colsum.default
 MATVEC = torch.ops.kb14.colsum_matvec.default
-_FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def colsum(weight: torch.Tensor) -> torch.Tensor:
@@ -44,14 +43,13 @@ def colsum_matvec(x: torch.Tensor, colsum: torch.Tensor, scale: float = 1.0) -> 
     """
     if not isinstance(x, torch.Tensor) or not isinstance(colsum, torch.Tensor):
         raise TypeError("colsum_matvec: x and colsum must be torch.Tensors")
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"colsum_matvec: scale must be a Python int or float, got {type(scale).__name__}")
+    scale = as_number(scale, "colsum_matvec: scale")
     if x.dim() != 2:
         raise ValueError(f"colsum_matvec: x must be 2-D (batch, input), got {x.dim()}-D with shape {tuple(x.shape)}")
     if colsum.dim() != 1:
         raise ValueError(f"colsum_matvec: colsum must be 1-D (input,), got {colsum.dim()}-D with shape "
                          f"{tuple(colsum.shape)}")
-    return MATVEC(x, colsum, float(scale))
+    return MATVEC(x, colsum, scale)
 
 
 def colsum_matvec_reference(x: torch.Tensor, weight: torch.Tensor, scale: float) -> torch.Tensor:
@@ -65,7 +63,7 @@ def colsum_matvec_reference(x: torch.Tensor, weight: torch.Tensor, scale: float)
 @torch.library.register_fake("kb14::colsum")
 def _colsum_fake(weight):
     torch._check(weight.dim() == 2, lambda: f"colsum: weight must be 2-D, got {weight.dim()}-D")
-    torch._check(weight.dtype in _FLOATS, lambda: f"colsum: weight must be a floating dtype, got {weight.dtype}")
+    torch._check(weight.dtype in FLOAT_DTYPES, lambda: f"colsum: weight must be a floating dtype, got {weight.dtype}")
     return weight.new_empty((weight.shape[1],), dtype=torch.float64)
 
 
@@ -73,7 +71,7 @@ def _colsum_fake(weight):
 def _matvec_fake(x, colsum, scale):
     torch._check(x.dim() == 2, lambda: f"colsum_matvec: x must be 2-D, got {x.dim()}-D")
     torch._check(colsum.dim() == 1, lambda: f"colsum_matvec: colsum must be 1-D, got {colsum.dim()}-D")
-    torch._check(x.dtype in _FLOATS, lambda: f"colsum_matvec: x must be a floating dtype, got {x.dtype}")
+    torch._check(x.dtype in FLOAT_DTYPES, lambda: f"colsum_matvec: x must be a floating dtype, got {x.dtype}")
     torch._check(colsum.dtype == torch.float64, lambda: f"colsum_matvec: colsum must be float64, got {colsum.dtype}")
     torch._check(x.shape[1] == colsum.shape[0], lambda: "colsum_matvec: x's columns and colsum's length differ")
     return x.new_empty((x.shape[0], 1))

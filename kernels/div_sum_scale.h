@@ -6,17 +6,13 @@
 
 #include <ATen/ATen.h>
 
-#include <string>
-
 namespace kb14 {
 
-// "(2, 3)": a shape for error messages. Formatted here rather than by streaming
-// sizes(): on the H200 machine's torch 2.11 build, streaming an IntArrayRef inside
-// TORCH_CHECK from this extension crashed the process.
-inline std::string shape_string(const at::Tensor& t) {
-  std::string s = "(";
-  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + (t.dim() == 1 ? ",)" : ")");
+inline int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The element types every op of this library takes.
+inline bool is_float_dtype(at::ScalarType dt) {
+  return dt == at::kFloat || dt == at::kDouble || dt == at::kHalf || dt == at::kBFloat16;
 }
 
 // TORCH_CHECKs every precondition (2-D, floating dtype) with a message that

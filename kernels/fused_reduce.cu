@@ -12,20 +12,16 @@
 // chip is ours: a physical thread may play several logical threads and issues all
 // of its loads before consuming them.
 
+#include "cuda_common.cuh"
 #include "div_sum_scale.h"
 
-#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <torch/library.h>
 
-#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
-#include <mutex>
 
 #ifndef KB14_TORCH_VERSION
 #error "KB14_TORCH_VERSION (major * 100 + minor of the torch that is matched) must be defined"
@@ -86,27 +82,18 @@ template <> struct Arith<double> {
 // Half and bfloat16: the quotient is rounded to the tensor dtype (the reference
 // stores it), summed in float, the sum rounded to the dtype, scaled in float and
 // rounded again.
-template <> struct Arith<__half> {
+template <typename T> struct Arith16 {
   using acc_t = float;
   using op_t = float;
-  static __device__ __forceinline__ float quotient(__half y, float inv) {
-    return __half2float(__float2half_rn(__fmul_rn(__half2float(y), inv)));
+  static __device__ __forceinline__ float quotient(T y, float inv) {
+    return to_float(round_to<T>(__fmul_rn(to_float(y), inv)));
   }
-  static __device__ __forceinline__ __half store(float sum, float scale) {
-    return __float2half_rn(__fmul_rn(__half2float(__float2half_rn(sum)), scale));
-  }
-};
-
-template <> struct Arith<__nv_bfloat16> {
-  using acc_t = float;
-  using op_t = float;
-  static __device__ __forceinline__ float quotient(__nv_bfloat16 y, float inv) {
-    return __bfloat162float(__float2bfloat16_rn(__fmul_rn(__bfloat162float(y), inv)));
-  }
-  static __device__ __forceinline__ __nv_bfloat16 store(float sum, float scale) {
-    return __float2bfloat16_rn(__fmul_rn(__bfloat162float(__float2bfloat16_rn(sum)), scale));
+  static __device__ __forceinline__ T store(float sum, float scale) {
+    return round_to<T>(__fmul_rn(to_float(round_to<T>(sum)), scale));
   }
 };
+template <> struct Arith<__half> : Arith16<__half> {};
+template <> struct Arith<__nv_bfloat16> : Arith16<__nv_bfloat16> {};
 
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Vec {
@@ -119,7 +106,6 @@ struct alignas(sizeof(T) * V) Vec {
 struct Plan {
   int64_t rows = 0;
   int64_t cols = 0;
-  int vec = 1;            // input_vec_size when vectorized
   bool vectorized = false;
   int bx = 1;             // block_width
   int by = 1;             // block_height
@@ -137,33 +123,10 @@ int last_pow2(int n) {
   return std::max(1, n - (n >> 1));
 }
 
-int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The two device properties setReduceConfig reads, cached per device.
-struct DeviceShape {
-  int multiprocessors;
-  int max_threads_per_multiprocessor;
-};
-
-DeviceShape device_shape(int device) {
-  static std::array<DeviceShape, 64> cache{};
-  static std::array<std::once_flag, 64> once;
-  TORCH_CHECK(device >= 0 && device < 64, "div_sum_scale: device index ", device, " out of range");
-  std::call_once(once[device], [device] {
-    DeviceShape d{};
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor,
-                                          cudaDevAttrMaxThreadsPerMultiProcessor, device));
-    cache[device] = d;
-  });
-  return cache[device];
-}
-
 Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, const DeviceShape& prop) {
   Plan p;
   p.rows = rows;
   p.cols = cols;
-  p.vec = input_vec_size;
   int64_t dim0 = cols, dim1 = rows;
   p.vectorized = kOrder.vectorize_from_128_inclusive ? dim0 >= 128 : dim0 > 128;
   if (p.vectorized) dim0 /= input_vec_size;
@@ -393,7 +356,7 @@ template <typename scalar_t, int V, int LPP, int U>
 __global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1) split_row_kernel(Args<scalar_t> a, bool vectorized) {
   using acc_t = typename Args<scalar_t>::acc_t;
   constexpr int G = LPP < 4 ? LPP : 4;
-  __shared__ acc_t lanes_smem[kMaxThreads];
+  __shared__ acc_t smem[kMaxThreads];
   __shared__ acc_t warp_totals[kWarp];
   const int bx = blockDim.x;
   const int x = threadIdx.x, yp = threadIdx.y;
@@ -415,10 +378,10 @@ __global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_
   }
 
   acc_t total;
-  if (kOrder.lanes_before_warps) {
+  if constexpr (kOrder.lanes_before_warps) {
 #pragma unroll
     for (int j = 0; j < LPP; ++j) {
-      const acc_t w = lane_tree(leaf[j], bx, x, lanes_smem + yp * bx);
+      const acc_t w = lane_tree(leaf[j], bx, x, smem + yp * bx);
       if (x == 0) warp_totals[yp + j * blockDim.y] = w;
     }
     __syncthreads();
@@ -426,7 +389,7 @@ __global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_
     total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
   } else {
     // Warps first: for each lane, the halving tree over the warps, then the lanes.
-    __shared__ acc_t grid_smem[kMaxThreads];
+    acc_t* grid_smem = smem;
 #pragma unroll
     for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * blockDim.y) * bx + x] = leaf[j];
     __syncthreads();
@@ -510,10 +473,6 @@ __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a,
 // ---------------------------------------------------------------------------
 // Host side.
 // ---------------------------------------------------------------------------
-template <typename T> struct CudaType { using type = T; };
-template <> struct CudaType<at::Half> { using type = __half; };
-template <> struct CudaType<at::BFloat16> { using type = __nv_bfloat16; };
-
 // Logical threads each physical thread plays on the split-row path. One (the
 // reference's own block shape, with all of a thread's loads issued together) was
 // fastest on an H200 at every size measured (results/cuda_evidence.md);

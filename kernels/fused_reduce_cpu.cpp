@@ -32,9 +32,9 @@ namespace kb14 {
 
 void check_div_sum_scale_inputs(const at::Tensor& y) {
   TORCH_CHECK(y.dim() == 2, "div_sum_scale: y must be 2-D (rows, columns), got ", y.dim(),
-              "-D with shape ", shape_string(y));
+              "-D with shape ", y.sizes());
   const auto dt = y.scalar_type();
-  TORCH_CHECK(dt == at::kFloat || dt == at::kDouble || dt == at::kHalf || dt == at::kBFloat16,
+  TORCH_CHECK(is_float_dtype(dt),
               "div_sum_scale: y must be float32, float64, float16 or bfloat16, got ", dt);
   TORCH_CHECK(y.layout() == at::kStrided, "div_sum_scale: y must be a dense (strided) tensor, got layout ",
               y.layout());
@@ -228,8 +228,8 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
     // is summed. Slots are indexed by chunk, not by the thread that ran it, so the
     // result cannot depend on which OpenMP runtime schedules the work.
     const int64_t max_threads = at::get_num_threads();
-    const int64_t used = std::min<int64_t>(max_threads, (cols + at::internal::GRAIN_SIZE - 1) / at::internal::GRAIN_SIZE);
-    const int64_t chunk = (cols + used - 1) / used;
+    const int64_t used = std::min(max_threads, div_up(cols, at::internal::GRAIN_SIZE));
+    const int64_t chunk = div_up(cols, used);
     std::vector<scalar_t> buffer(max_threads, scalar_t(0));
     at::parallel_for(0, used, 1, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
@@ -237,7 +237,7 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
         if (first >= last) continue;
         const scalar_t* part_base = base + (kContiguous ? first : first * col_stride);
         const acc_t part = cascade_sum<acc_t, W, L>(row_elem(part_base), last - first);
-        buffer[t] = static_cast<scalar_t>(static_cast<acc_t>(scalar_t(0)) + part);
+        buffer[t] = store_accumulate<scalar_t>(part);
       }
     });
     const CpuCast<scalar_t> cast;

@@ -37,7 +37,7 @@ from torch.utils import cpp_extension
 
 SOURCE_DIR = Path(__file__).resolve().parent
 CPU_SOURCES = ("div_sum_scale.h", "fused_reduce_cpu.cpp", "colsum.cpp")
-CUDA_SOURCES = ("fused_reduce.cu", "colsum.cu")
+CUDA_SOURCES = ("cuda_common.cuh", "fused_reduce.cu", "colsum.cu")
 LIBRARY = "kb14"
 
 
@@ -148,9 +148,10 @@ def _compile(spec: BuildSpec, build_dir: Path) -> Path:
         # Left by a build that died: nobody else can be using it while we hold the lock.
         shutil.rmtree(build_dir)
     build_dir.mkdir(parents=True)
-    # load_inline joins the .cpp sources into one translation unit (headers are included by them).
+    # load_inline joins the sources of each kind into one translation unit; the headers
+    # are listed only so that they key the build (the sources include them).
     cpp = [(SOURCE_DIR / n).read_text() for n in CPU_SOURCES if n.endswith(".cpp")]
-    cuda = [(SOURCE_DIR / n).read_text() for n in CUDA_SOURCES] if spec.with_cuda else None
+    cuda = [(SOURCE_DIR / n).read_text() for n in CUDA_SOURCES if n.endswith(".cu")] if spec.with_cuda else None
     options = {}
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
         options["no_implicit_headers"] = True  # skip <torch/extension.h>: pybind11 is not used

@@ -21,11 +21,12 @@ def div_sum_scale_reference(y: torch.Tensor, divisor: float, scale: float) -> to
     return torch.sum(y / divisor, dim=1, keepdim=True) * scale
 
 
-def _as_number(value, name: str) -> float:
+def as_number(value, what: str) -> float:
+    """A Python int or float argument as float; `what` names it ("op: argument")."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
-            f"div_sum_scale: {name} must be a Python int or float, got {type(value).__name__}"
-            " (a tensor divisor would change the reference's arithmetic on CUDA)"
+            f"{what} must be a Python int or float, got {type(value).__name__}"
+            " (a tensor scalar would change the reference's arithmetic on CUDA)"
         )
     return float(value)
 
@@ -44,7 +45,7 @@ def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> 
         raise ValueError(f"div_sum_scale: y must be 2-D (rows, columns), got {y.dim()}-D with shape {tuple(y.shape)}")
     if y.dtype not in FLOAT_DTYPES:
         raise TypeError(f"div_sum_scale: y must be float32, float64, float16 or bfloat16, got {y.dtype}")
-    return OP(y, _as_number(divisor, "divisor"), _as_number(scale, "scale"))
+    return OP(y, as_number(divisor, "div_sum_scale: divisor"), as_number(scale, "div_sum_scale: scale"))
 
 
 @torch.library.register_fake(OP_NAME)
