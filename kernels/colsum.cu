@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace kb14 {
 
@@ -57,49 +58,65 @@ struct alignas(16) Vec16 {
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // ---------------------------------------------------------------------------
-// Column sum. Thread t of a block owns V adjacent columns (one 16-byte load per
-// row) of the block's column tile and sums rows [r0, r1) of the block's row
-// slice; slice s writes partial[s][k]. With one slice the partials are the
-// result; otherwise colsum_combine adds the slices in order.
+// Column sum. A block sums a tile of kTileLanes * V columns over its slice of the
+// rows: warp q of the block takes rows r0 + q, r0 + q + kWarps, ..., lane l the
+// V adjacent columns of one 16-byte load (V = 1 on the scalar path), so each warp
+// reads whole 512-byte runs of a row. The warps' sums meet in shared memory in warp
+// order; slice s writes partial[s][k], or the result when there is one slice.
+// colsum_combine then adds the slices in order.
 // ---------------------------------------------------------------------------
+constexpr int kColsumWarps = kThreads / kWarp;
+
 template <typename T, bool kVector>
 __global__ void __launch_bounds__(kThreads) colsum_partial_kernel(const T* __restrict__ w, int64_t H, int64_t K,
                                                                   int64_t row_stride, int64_t col_stride,
                                                                   int64_t rows_per_slice, double* __restrict__ partial) {
   constexpr int V = kVector ? Vec16<T>::V : 1;
-  const int64_t k0 = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) * V;
+  constexpr int kTile = kWarp * V;
+  constexpr int U = 4;  // rows in flight per thread
+  __shared__ double warp_sums[kColsumWarps][kTile];
+  const int lane = threadIdx.x % kWarp, q = threadIdx.x / kWarp;
+  const int64_t k0 = static_cast<int64_t>(blockIdx.x) * kTile + lane * V;
   const int64_t slice = blockIdx.y;
   const int64_t r0 = slice * rows_per_slice;
   const int64_t r1 = min(H, r0 + rows_per_slice);
-  if (k0 >= K) return;
   double acc[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0;
-  if constexpr (kVector) {
-    // K % V == 0 and every row 16-byte aligned (checked on the host).
-    const T* p = w + r0 * row_stride + k0;
-    int64_t r = r0;
-    constexpr int U = 4;  // loads in flight per thread
-    for (; r + U <= r1; r += U) {
-      Vec16<T> buf[U];
+  if (k0 < K) {
+    int64_t r = r0 + q;
+    if constexpr (kVector) {
+      // K % V == 0 and every row 16-byte aligned (checked on the host).
+      const T* p = w + k0;
+      for (; r + (U - 1) * kColsumWarps < r1; r += U * kColsumWarps) {
+        Vec16<T> buf[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) buf[u] = *reinterpret_cast<const Vec16<T>*>(p + u * row_stride);
+        for (int u = 0; u < U; ++u)
+          buf[u] = *reinterpret_cast<const Vec16<T>*>(p + (r + u * kColsumWarps) * row_stride);
 #pragma unroll
-      for (int u = 0; u < U; ++u)
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int i = 0; i < V; ++i) acc[i] = __dadd_rn(acc[i], widen(buf[u].v[i]));
-      p += U * row_stride;
+          for (int i = 0; i < V; ++i) acc[i] = __dadd_rn(acc[i], widen(buf[u].v[i]));
+      }
+      for (; r < r1; r += kColsumWarps) {
+        const Vec16<T> b = *reinterpret_cast<const Vec16<T>*>(p + r * row_stride);
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = __dadd_rn(acc[i], widen(b.v[i]));
+      }
+    } else {
+      for (; r < r1; r += kColsumWarps) acc[0] = __dadd_rn(acc[0], widen(w[r * row_stride + k0 * col_stride]));
     }
-    for (; r < r1; ++r, p += row_stride) {
-      const Vec16<T> b = *reinterpret_cast<const Vec16<T>*>(p);
+  }
 #pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] = __dadd_rn(acc[i], widen(b.v[i]));
-    }
+  for (int i = 0; i < V; ++i) warp_sums[q][lane * V + i] = acc[i];
+  __syncthreads();
+  for (int t = threadIdx.x; t < kTile; t += kThreads) {
+    const int64_t k = static_cast<int64_t>(blockIdx.x) * kTile + t;
+    if (k >= K) break;
+    double s = warp_sums[0][t];
 #pragma unroll
-    for (int i = 0; i < V; ++i) partial[slice * K + k0 + i] = acc[i];
-  } else {
-    for (int64_t r = r0; r < r1; ++r) acc[0] = __dadd_rn(acc[0], widen(w[r * row_stride + k0 * col_stride]));
-    partial[slice * K + k0] = acc[0];
+    for (int j = 1; j < kColsumWarps; ++j) s = __dadd_rn(s, warp_sums[j][t]);
+    partial[slice * K + k] = s;
   }
 }
 
@@ -120,12 +137,12 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   const T* ptr = reinterpret_cast<const T*>(w.const_data_ptr<scalar_t>());
   const bool vector = w.stride(1) == 1 && K % V == 0 && aligned16(ptr) &&
                       (w.stride(0) * static_cast<int64_t>(sizeof(T))) % 16 == 0;
-  const int64_t per_thread = vector ? V : 1;
-  const int64_t col_blocks = div_up(div_up(K, per_thread), kThreads);
+  const int64_t tile = kWarp * (vector ? V : 1);
+  const int64_t col_blocks = div_up(K, tile);
   TORCH_CHECK(col_blocks <= std::numeric_limits<int32_t>::max(), "colsum: weight has too many columns (", K, ")");
-  // Enough blocks to fill the GPU several times over, each summing at least 32 rows.
+  // Slices of at least 64 rows, enough of them to fill the GPU about eight blocks per SM.
   const int64_t target = int64_t(device_shape(w.get_device()).multiprocessors) * 8;
-  const int64_t slices = std::clamp<int64_t>(div_up(target, col_blocks), 1, std::max<int64_t>(1, H / 32));
+  const int64_t slices = std::clamp<int64_t>(div_up(target, col_blocks), 1, std::max<int64_t>(1, H / 64));
   const int64_t rows_per_slice = div_up(H, slices);
   const int64_t used = div_up(H, rows_per_slice);  // every slice non-empty
   TORCH_CHECK(used <= 65535, "colsum: internal error: too many row slices");
@@ -196,8 +213,14 @@ struct MatvecArgs {
   double scale;
 };
 
+constexpr int kMatvecLoads = 4;
+// Resident 256-thread blocks per SM the register budget is sized for: six (1536
+// threads) fit 40 registers; bfloat16's widening needs more and keeps four.
+template <typename T>
+constexpr int kMatvecMinBlocks = std::is_same_v<T, __nv_bfloat16> ? 4 : 6;
+
 template <typename T, bool kVector>
-__global__ void __launch_bounds__(kThreads, 4) colsum_matvec_kernel(MatvecArgs<T> a) {
+__global__ void __launch_bounds__(kThreads, kMatvecMinBlocks<T>) colsum_matvec_kernel(MatvecArgs<T> a) {
   constexpr int V = Vec16<T>::V;
   const int64_t r = blockIdx.x;
   const int s = blockIdx.y;
@@ -218,29 +241,25 @@ __global__ void __launch_bounds__(kThreads, 4) colsum_matvec_kernel(MatvecArgs<T
     const double* cv = a.c + head;
     const int64_t v0 = s * a.vecs_per_split;
     const int64_t v1 = min(body, v0 + a.vecs_per_split);
-    int64_t v = v0 + threadIdx.x;
-    constexpr int U = 4;
-    for (; v + (U - 1) * kThreads < v1; v += U * kThreads) {
-      Vec16<T> buf[U];
+    // kMatvecLoads vectors per thread in flight; the last batch of a row is partial.
+    for (int64_t vb = v0 + threadIdx.x; vb < v1; vb += kMatvecLoads * kThreads) {
+      Vec16<T> buf[kMatvecLoads];
 #pragma unroll
-      for (int u = 0; u < U; ++u) buf[u] = vrow[v + u * kThreads];
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const double* cc = cv + (v + u * kThreads) * V;
-#pragma unroll
-        for (int i = 0; i < V; i += 2) {
-          acc0 = __fma_rn(widen(buf[u].v[i]), __ldg(cc + i), acc0);
-          acc1 = __fma_rn(widen(buf[u].v[i + 1]), __ldg(cc + i + 1), acc1);
-        }
+      for (int u = 0; u < kMatvecLoads; ++u) {
+        const int64_t v = vb + u * kThreads;
+        if (v < v1) buf[u] = vrow[v];
       }
-    }
-    for (; v < v1; v += kThreads) {
-      const Vec16<T> b = vrow[v];
-      const double* cc = cv + v * V;
 #pragma unroll
-      for (int i = 0; i < V; i += 2) {
-        acc0 = __fma_rn(widen(b.v[i]), __ldg(cc + i), acc0);
-        acc1 = __fma_rn(widen(b.v[i + 1]), __ldg(cc + i + 1), acc1);
+      for (int u = 0; u < kMatvecLoads; ++u) {
+        const int64_t v = vb + u * kThreads;
+        if (v < v1) {
+          const double* cc = cv + v * V;
+#pragma unroll
+          for (int i = 0; i < V; i += 2) {
+            acc0 = __fma_rn(widen(buf[u].v[i]), __ldg(cc + i), acc0);
+            acc1 = __fma_rn(widen(buf[u].v[i + 1]), __ldg(cc + i + 1), acc1);
+          }
+        }
       }
     }
   } else {
@@ -290,10 +309,11 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   // column stride is needed for 16-byte loads.
   const bool vector = x.stride(1) == 1 || K == 1;
   const int64_t units = vector ? K / V : K;  // vectors (or elements) to share out
-  // Split rows only when there are too few of them to fill the GPU, keeping at
-  // least 4 loads per thread per split.
-  const int64_t target = int64_t(device_shape(x.get_device()).multiprocessors) * 8;
-  const int64_t max_splits = std::max<int64_t>(1, units / (4 * kThreads));
+  // Split rows only when there are too few of them to give every SM two blocks,
+  // keeping a full batch of loads per thread per split: a second kernel to add the
+  // splits costs more than the splitting gains at KernelBench's 1024 rows.
+  const int64_t target = int64_t(device_shape(x.get_device()).multiprocessors) * 2;
+  const int64_t max_splits = std::max<int64_t>(1, units / (kMatvecLoads * kThreads));
   const int64_t splits = std::clamp<int64_t>(div_up(target, std::max<int64_t>(B, 1)), 1, std::min<int64_t>(max_splits, 1024));
   a.vecs_per_split = div_up(std::max<int64_t>(units, 1), splits);
   const int64_t used = div_up(std::max<int64_t>(units, 1), a.vecs_per_split);

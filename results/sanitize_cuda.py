@@ -1,4 +1,5 @@
-"""Exercise every CUDA path on odd, misaligned and strided shapes, for
+"""Exercise every CUDA path (the fused tail and the column-sum kernels) on odd,
+misaligned and strided shapes, for
 `compute-sanitizer --tool memcheck python results/sanitize_cuda.py`.
 Exits non-zero if any result differs from the reference."""
 
@@ -8,10 +9,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernels import div_sum_scale, div_sum_scale_reference  # noqa: E402
+from kernels import colsum, colsum_matvec, div_sum_scale, div_sum_scale_reference  # noqa: E402
 
 SHAPES = [(1, 2), (1, 127), (1, 128), (1, 129), (3, 7049), (2, 291), (7, 3710), (37, 199),
-          (5, 100_003), (1, 300_007), (33, 4097), (1024, 8192), (129, 1031), (4000, 37)]
+          (5, 100_003), (1, 300_007), (33, 4097), (1024, 8192), (1025, 8192), (529, 8200), (129, 1031),
+          (4000, 37)]
 
 bad = 0
 for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
@@ -20,6 +22,15 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
         for y in (big[:rows, :cols].contiguous(), big[:rows, 1 : cols + 1], big[1:, 3:], big[:rows, : cols + 3 : 2]):
             ours, ref = div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)
             bad += not torch.equal(ours, ref)
+            # The column sum and the matrix-vector product, against fp64 torch: the
+            # order differs, so allow fp64 rounding only.
+            c = colsum(y)
+            bad += not torch.allclose(c, y.double().sum(0), rtol=1e-9, atol=1e-9)
+            v = torch.randn(cols, device="cuda", dtype=torch.float64)
+            mv = colsum_matvec(y, v, 0.75)
+            want = (y.double() @ v * 0.75).to(dtype).unsqueeze(1)
+            tol = {torch.float64: 1e-9, torch.float32: 1e-5}.get(dtype, 1e-2)  # the output's rounding
+            bad += not torch.allclose(mv.double(), want.double(), rtol=tol, atol=tol)
 torch.cuda.synchronize()
 print(f"sanitize_cuda: {bad} mismatches")
 sys.exit(1 if bad else 0)
