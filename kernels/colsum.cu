@@ -6,7 +6,8 @@
 // Both read their big operand with 16-byte vector loads where the layout allows it
 // (a scalar path takes any other stride or alignment), accumulate in fp64 with
 // fused multiply-adds, and combine partial sums in an order fixed by the shape and
-// the GPU's SM count: the results are deterministic. They launch on the current
+// the GPU (its SM count, and how many blocks of the built kernel fit on one SM): the
+// results are deterministic. They launch on the current
 // stream under a device guard and never synchronise with the host.
 //
 // Compiled in one translation unit with the other .cu sources of this folder: all
@@ -22,7 +23,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
 namespace kb14 {
 
@@ -140,22 +140,21 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   const int64_t tile = kWarp * (vector ? V : 1);
   const int64_t col_blocks = div_up(K, tile);
   TORCH_CHECK(col_blocks <= std::numeric_limits<int32_t>::max(), "colsum: weight has too many columns (", K, ")");
-  // Slices of at least 64 rows, enough of them to fill the GPU about eight blocks per SM.
-  const int64_t target = int64_t(device_shape(w.get_device()).multiprocessors) * 8;
-  const int64_t slices = std::clamp<int64_t>(div_up(target, col_blocks), 1, std::max<int64_t>(1, H / 64));
+  // As many slices (of at least 64 rows) as fit in one wave of resident blocks: a
+  // few blocks left over for a second wave would each read a whole slice alone.
+  const auto kernel = vector ? colsum_partial_kernel<T, true> : colsum_partial_kernel<T, false>;
+  int blocks_per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, 0));
+  const int64_t wave = int64_t(device_shape(w.get_device()).multiprocessors) * std::max(blocks_per_sm, 1);
+  const int64_t slices = std::clamp<int64_t>(wave / col_blocks, 1, std::max<int64_t>(1, H / 64));
   const int64_t rows_per_slice = div_up(H, slices);
   const int64_t used = div_up(H, rows_per_slice);  // every slice non-empty
   TORCH_CHECK(used <= 65535, "colsum: internal error: too many row slices");
   auto stream = c10::cuda::getCurrentCUDAStream();
   at::Tensor partial = used > 1 ? at::empty({used, K}, out.options()) : out;
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(used));
-  if (vector) {
-    colsum_partial_kernel<T, true><<<grid, kThreads, 0, stream>>>(ptr, H, K, w.stride(0), w.stride(1),
-                                                                  rows_per_slice, partial.mutable_data_ptr<double>());
-  } else {
-    colsum_partial_kernel<T, false><<<grid, kThreads, 0, stream>>>(ptr, H, K, w.stride(0), w.stride(1),
-                                                                   rows_per_slice, partial.mutable_data_ptr<double>());
-  }
+  kernel<<<grid, kThreads, 0, stream>>>(ptr, H, K, w.stride(0), w.stride(1), rows_per_slice,
+                                       partial.mutable_data_ptr<double>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (used > 1) {
     colsum_combine_kernel<<<static_cast<unsigned>(div_up(K, kThreads)), kThreads, 0, stream>>>(
@@ -183,15 +182,17 @@ at::Tensor colsum_cuda(const at::Tensor& w) {
 // tree and then across warps in shared memory. With one split the block writes
 // the scaled, rounded result; otherwise colsum_matvec_finish adds the splits in order.
 // ---------------------------------------------------------------------------
+constexpr int kMatvecThreads = 128;
+
 __device__ __forceinline__ double block_sum(double v) {
-  __shared__ double warp_sums[kThreads / kWarp];
+  __shared__ double warp_sums[kMatvecThreads / kWarp];
 #pragma unroll
   for (int offset = kWarp / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   if (lane == 0) warp_sums[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < kThreads / kWarp ? warp_sums[lane] : 0.0;
+    v = lane < kMatvecThreads / kWarp ? warp_sums[lane] : 0.0;
 #pragma unroll
     for (int offset = kWarp / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
   }
@@ -213,14 +214,16 @@ struct MatvecArgs {
   double scale;
 };
 
-constexpr int kMatvecLoads = 4;
-// Resident 256-thread blocks per SM the register budget is sized for: six (1536
-// threads) fit 40 registers; bfloat16's widening needs more and keeps four.
+// One 128-thread block per row, eight of them resident per SM (64 registers each):
+// KernelBench's 1024 rows then run in a single wave on a 132-SM GPU, each thread
+// keeping kMatvecLoads 16-byte loads in flight (fewer for 2-byte types, whose
+// widening needs more registers).
 template <typename T>
-constexpr int kMatvecMinBlocks = std::is_same_v<T, __nv_bfloat16> ? 4 : 6;
+constexpr int kMatvecLoads = sizeof(T) == 2 ? 4 : 8;
+constexpr int kMatvecBlocksPerSM = 8;
 
 template <typename T, bool kVector>
-__global__ void __launch_bounds__(kThreads, kMatvecMinBlocks<T>) colsum_matvec_kernel(MatvecArgs<T> a) {
+__global__ void __launch_bounds__(kMatvecThreads, kMatvecBlocksPerSM) colsum_matvec_kernel(MatvecArgs<T> a) {
   constexpr int V = Vec16<T>::V;
   const int64_t r = blockIdx.x;
   const int s = blockIdx.y;
@@ -241,17 +244,17 @@ __global__ void __launch_bounds__(kThreads, kMatvecMinBlocks<T>) colsum_matvec_k
     const double* cv = a.c + head;
     const int64_t v0 = s * a.vecs_per_split;
     const int64_t v1 = min(body, v0 + a.vecs_per_split);
-    // kMatvecLoads vectors per thread in flight; the last batch of a row is partial.
-    for (int64_t vb = v0 + threadIdx.x; vb < v1; vb += kMatvecLoads * kThreads) {
-      Vec16<T> buf[kMatvecLoads];
+    // kMatvecLoads<T> vectors per thread in flight; the last batch of a row is partial.
+    for (int64_t vb = v0 + threadIdx.x; vb < v1; vb += kMatvecLoads<T> * kMatvecThreads) {
+      Vec16<T> buf[kMatvecLoads<T>];
 #pragma unroll
-      for (int u = 0; u < kMatvecLoads; ++u) {
-        const int64_t v = vb + u * kThreads;
+      for (int u = 0; u < kMatvecLoads<T>; ++u) {
+        const int64_t v = vb + u * kMatvecThreads;
         if (v < v1) buf[u] = vrow[v];
       }
 #pragma unroll
-      for (int u = 0; u < kMatvecLoads; ++u) {
-        const int64_t v = vb + u * kThreads;
+      for (int u = 0; u < kMatvecLoads<T>; ++u) {
+        const int64_t v = vb + u * kMatvecThreads;
         if (v < v1) {
           const double* cc = cv + v * V;
 #pragma unroll
@@ -265,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, kMatvecMinBlocks<T>) colsum_matvec_k
   } else {
     const int64_t k0 = s * a.vecs_per_split;
     const int64_t k1 = min(a.K, k0 + a.vecs_per_split);
-    for (int64_t k = k0 + threadIdx.x; k < k1; k += kThreads) {
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += kMatvecThreads) {
       acc0 = __fma_rn(widen(row[k * a.col_stride]), __ldg(a.c + k), acc0);
     }
   }
@@ -309,11 +312,11 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   // column stride is needed for 16-byte loads.
   const bool vector = x.stride(1) == 1 || K == 1;
   const int64_t units = vector ? K / V : K;  // vectors (or elements) to share out
-  // Split rows only when there are too few of them to give every SM two blocks,
-  // keeping a full batch of loads per thread per split: a second kernel to add the
-  // splits costs more than the splitting gains at KernelBench's 1024 rows.
-  const int64_t target = int64_t(device_shape(x.get_device()).multiprocessors) * 2;
-  const int64_t max_splits = std::max<int64_t>(1, units / (kMatvecLoads * kThreads));
+  // Split rows only when there are too few of them to fill one wave, keeping a full
+  // batch of loads per thread per split: a second kernel to add the splits costs more
+  // than a partly filled wave.
+  const int64_t target = int64_t(device_shape(x.get_device()).multiprocessors) * kMatvecBlocksPerSM;
+  const int64_t max_splits = std::max<int64_t>(1, units / (kMatvecLoads<T> * kMatvecThreads));
   const int64_t splits = std::clamp<int64_t>(div_up(target, std::max<int64_t>(B, 1)), 1, std::min<int64_t>(max_splits, 1024));
   a.vecs_per_split = div_up(std::max<int64_t>(units, 1), splits);
   const int64_t used = div_up(std::max<int64_t>(units, 1), a.vecs_per_split);
@@ -326,9 +329,9 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   auto stream = c10::cuda::getCurrentCUDAStream();
   const dim3 grid(static_cast<unsigned>(B), static_cast<unsigned>(used));
   if (vector) {
-    colsum_matvec_kernel<T, true><<<grid, kThreads, 0, stream>>>(a);
+    colsum_matvec_kernel<T, true><<<grid, kMatvecThreads, 0, stream>>>(a);
   } else {
-    colsum_matvec_kernel<T, false><<<grid, kThreads, 0, stream>>>(a);
+    colsum_matvec_kernel<T, false><<<grid, kMatvecThreads, 0, stream>>>(a);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (used > 1) {

@@ -241,7 +241,7 @@ __device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t
 // batch's loads are issued before any is consumed; each accumulator receives its
 // elements in the reference's order. In-row offsets fit in 32 bits: the fused path
 // only takes tensors of fewer than 2^31 bytes.
-template <typename scalar_t, int V, int G, int U, bool kVectorLoads, bool kEdges = true>
+template <typename scalar_t, int V, int G, int U, bool kVectorLoads>
 __device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int shift,
                                                   const int (&t)[G], int lane, bool owns_edges,
                                                   typename Args<scalar_t>::acc_t (&leaf)[G]) {
@@ -290,7 +290,7 @@ __device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const
       }
     }
   }
-  if (kEdges && owns_edges) {
+  if (owns_edges) {
     const int e = end - end % V + lane;
     if (e < end) acc[0][0] = acc[0][0] + element(vbase, a.col_stride, e, a.inv);
   }
@@ -347,46 +347,32 @@ __device__ __forceinline__ void row_leaves(const Args<scalar_t>& a, bool vectori
   }
 }
 
-// Rows split across warps (and possibly blocks): one physical block per (RPB rows, c).
-// Physical thread (x, yp, z) plays logical threads (x, yp + j * blockDim.y), j < LPP,
-// G of them at a time, of row blockIdx.x * RPB + z. With RPB = 2 a 1024-thread block
-// holds two rows' reference blocks: half as many blocks to schedule. kAlignedRows:
-// the launch guarantees every row starts on a vector boundary (no edges to peel),
-// which keeps the kernel within the 32 registers two such blocks per SM allow.
-template <typename scalar_t, int V, int LPP, int U, int RPB, bool kAlignedRows>
+// Rows split across warps (and possibly blocks): one physical block per (row, c).
+// Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP,
+// G of them at a time.
+template <typename scalar_t, int V, int LPP, int U>
 // With one logical thread per physical thread, 40 registers fit three 512-thread
-// blocks per SM and 32 two 1024-thread ones (double needs more and keeps fewer).
-__global__ void __launch_bounds__(kMaxThreads * RPB / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? (RPB == 2 ? 2 : 3) : 1)
-    split_row_kernel(Args<scalar_t> a, bool vectorized) {
+// blocks per SM (double needs more and keeps two).
+__global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1) split_row_kernel(Args<scalar_t> a, bool vectorized) {
   using acc_t = typename Args<scalar_t>::acc_t;
   constexpr int G = LPP < 4 ? LPP : 4;
-  __shared__ acc_t smem[RPB][kMaxThreads];
-  __shared__ acc_t warp_totals[RPB][kWarp];
+  __shared__ acc_t smem[kMaxThreads];
+  __shared__ acc_t warp_totals[kWarp];
   const int bx = blockDim.x;
-  const int by_phys = blockDim.y;
   const int x = threadIdx.x, yp = threadIdx.y;
-  const int group = RPB == 1 ? 0 : threadIdx.z;
-  const int64_t r = int64_t(blockIdx.x) * RPB + group;
-  const bool live = RPB == 1 || r < a.rows;  // the second row of an odd count is missing
+  const int64_t r = blockIdx.x;
   const int c = blockIdx.y;
   const int by = a.by_logical;
-  const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
+  const scalar_t* row = a.y + r * a.row_stride;
 
   acc_t leaf[LPP];
 #pragma unroll
   for (int j0 = 0; j0 < LPP; j0 += G) {
     int t[G];
 #pragma unroll
-    for (int g = 0; g < G; ++g) t[g] = x + bx * (yp + (j0 + g) * by_phys) + bx * by * c;
+    for (int g = 0; g < G; ++g) t[g] = x + bx * (yp + (j0 + g) * blockDim.y) + bx * by * c;
     acc_t part[G];
-    if (kAlignedRows && live) {
-      vectorized_leaves<scalar_t, V, G, U, true, false>(a, row, 0, t, x, false, part);
-    } else if (live) {
-      row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
-    } else {
-#pragma unroll
-      for (int g = 0; g < G; ++g) part[g] = acc_t(0);
-    }
+    row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
 #pragma unroll
     for (int g = 0; g < G; ++g) leaf[j0 + g] = part[g];
   }
@@ -395,17 +381,17 @@ __global__ void __launch_bounds__(kMaxThreads * RPB / LPP, (LPP == 1 && sizeof(s
   if constexpr (kOrder.lanes_before_warps) {
 #pragma unroll
     for (int j = 0; j < LPP; ++j) {
-      const acc_t w = lane_tree(leaf[j], bx, x, smem[group] + yp * bx);
-      if (x == 0) warp_totals[group][yp + j * by_phys] = w;
+      const acc_t w = lane_tree(leaf[j], bx, x, smem + yp * bx);
+      if (x == 0) warp_totals[yp + j * blockDim.y] = w;
     }
     __syncthreads();
     if (yp != 0 || x >= kWarp) return;
-    total = warp_tree(x < by ? warp_totals[group][x] : acc_t(0), by);
+    total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
   } else {
     // Warps first: for each lane, the halving tree over the warps, then the lanes.
-    acc_t* grid_smem = smem[group];
+    acc_t* grid_smem = smem;
 #pragma unroll
-    for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * by_phys) * bx + x] = leaf[j];
+    for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * blockDim.y) * bx + x] = leaf[j];
     __syncthreads();
     if (yp != 0) return;
     for (int lane = x; lane < bx; lane += kWarp) {
@@ -422,7 +408,7 @@ __global__ void __launch_bounds__(kMaxThreads * RPB / LPP, (LPP == 1 && sizeof(s
     if (x >= kWarp) return;
     total = shuffle_tree(x < bx ? grid_smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
   }
-  if (x != 0 || !live) return;
+  if (x != 0) return;
   if (a.ctas > 1) {
     a.partials[r * a.ctas + c] = total;
   } else {
@@ -499,46 +485,19 @@ int logical_per_physical(const Plan& p) {
   return 1;
 }
 
-// Two rows' 512-thread reference blocks in one 1024-thread block: measured faster
-// on an H200 at 1024 x 8192 fp32 (results/kernel_notes.md). Only for single-block
-// rows of 512 logical threads, one per physical thread, whose rows all start on a
-// vector boundary, in 4-byte and 2-byte types (double needs more than the 32
-// registers two such blocks per SM allow).
-// KB14_ROWS_PER_BLOCK=1 turns it off for comparisons.
-template <typename scalar_t, int V>
-bool two_rows_per_block(const Plan& p, const Args<scalar_t>& a, int lpp) {
-  if (const char* forced = std::getenv("KB14_ROWS_PER_BLOCK")) {
-    if (std::atoi(forced) == 1) return false;
-  }
-  const bool aligned_rows = p.vectorized && a.col_stride == 1 && p.cols % V == 0 && a.row_stride % V == 0 &&
-                            reinterpret_cast<uintptr_t>(a.y) % (sizeof(scalar_t) * V) == 0;
-  return aligned_rows && lpp == 1 && p.ctas == 1 && p.bx * p.by == kMaxThreads &&
-         p.rows >= 2;
-}
-
 template <typename scalar_t, int V>
 void launch(const Plan& p, Args<scalar_t> a, cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
   if (p.split_y) {
     const int lpp = logical_per_physical(p);
+    const dim3 block(p.bx, p.by / lpp);
     const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
-    bool launched = false;
-    if constexpr (sizeof(scalar_t) < 8) {
-      if (two_rows_per_block<scalar_t, V>(p, a, lpp)) {
-        const dim3 pair_grid(static_cast<unsigned>(div_up(p.rows, 2)));
-        split_row_kernel<scalar_t, V, 1, (U > 1 ? U / 2 : 1), 2, true><<<pair_grid, dim3(p.bx, p.by, 2), 0, stream>>>(a, p.vectorized);
-        launched = true;
-      }
-    }
-    if (!launched) {
-      const dim3 block(p.bx, p.by / lpp);
-      switch (lpp) {
-        case 16: split_row_kernel<scalar_t, V, 16, U, 1, false><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-        case 8: split_row_kernel<scalar_t, V, 8, U, 1, false><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-        case 4: split_row_kernel<scalar_t, V, 4, U, 1, false><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-        case 2: split_row_kernel<scalar_t, V, 2, U, 1, false><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-        default: split_row_kernel<scalar_t, V, 1, U, 1, false><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      }
+    switch (lpp) {
+      case 16: split_row_kernel<scalar_t, V, 16, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 8: split_row_kernel<scalar_t, V, 8, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 4: split_row_kernel<scalar_t, V, 4, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 2: split_row_kernel<scalar_t, V, 2, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      default: split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
     }
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (p.ctas > 1) {

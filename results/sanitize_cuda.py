@@ -12,8 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernels import colsum, colsum_matvec, div_sum_scale, div_sum_scale_reference  # noqa: E402
 
 SHAPES = [(1, 2), (1, 127), (1, 128), (1, 129), (3, 7049), (2, 291), (7, 3710), (37, 199),
-          (5, 100_003), (1, 300_007), (33, 4097), (1024, 8192), (1025, 8192), (529, 8200), (129, 1031),
-          (4000, 37)]
+          (5, 100_003), (1, 300_007), (33, 4097), (1024, 8192), (1025, 8192), (129, 1031), (4000, 37)]
 
 bad = 0
 for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):

@@ -53,22 +53,6 @@ def test_named_shapes(dtype, shape):
     _assert_same(*_pair(y), f"{dtype} {shape}")
 
 
-# Shapes on the two-rows-per-block path (single-block rows of 512 logical threads,
-# every row on a vector boundary), including an odd row count whose last block
-# holds one row, and a row stride that keeps rows aligned inside a wider tensor.
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("shape", [(1024, 8192), (1025, 8192), (529, 8200), (2001, 12288), (601, 65536)])
-def test_two_rows_per_block_path(dtype, shape, monkeypatch):
-    rows, cols = shape
-    wide = torch.randn(rows, cols + 8, device="cuda", dtype=dtype)
-    for y in (wide[:, :cols].contiguous(), wide[:, :cols]):
-        ours, ref = _pair(y)
-        _assert_same(ours, ref, f"{dtype} {shape} stride {y.stride()}")
-        monkeypatch.setenv("KB14_ROWS_PER_BLOCK", "1")
-        _assert_same(div_sum_scale(y, 2, 1.5), ours, f"{dtype} {shape}: one row per block")
-        monkeypatch.delenv("KB14_ROWS_PER_BLOCK")
-
-
 @pytest.mark.parametrize("divisor,scale", [(2, 1.5), (3, 0.7), (-0.5, 2.0), (7.25, -1e-3), (0, 1.5), (float("inf"), 1.0)])
 def test_divisors_and_scales(divisor, scale):
     y = torch.randn(300, 4099, device="cuda")
