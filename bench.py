@@ -513,14 +513,18 @@ def measure_ceilings(device: torch.device, backend: Backend, fast: bool = False)
 
 
 def git_info() -> dict:
+    # A copy of the tree (a remote GPU machine) may carry a stale .git or none: the
+    # caller then names the commit measured.
+    if os.environ.get("KB14_GIT_COMMIT"):
+        return {"commit": os.environ["KB14_GIT_COMMIT"], "dirty": None}
+
     def git(*cmd):
         return subprocess.run(["git", *cmd], cwd=REPO_DIR, capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
     try:
         return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
     except (OSError, subprocess.SubprocessError):
-        # A copy of the tree without .git (a remote GPU machine): the caller may say.
-        return {"commit": os.environ.get("KB14_GIT_COMMIT"), "dirty": None}
+        return {"commit": None, "dirty": None}
 
 
 def machine_info(device: torch.device) -> dict:

@@ -317,7 +317,7 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   // than a partly filled wave.
   const int64_t target = int64_t(device_shape(x.get_device()).multiprocessors) * kMatvecBlocksPerSM;
   const int64_t max_splits = std::max<int64_t>(1, units / (kMatvecLoads<T> * kMatvecThreads));
-  const int64_t splits = std::clamp<int64_t>(div_up(target, std::max<int64_t>(B, 1)), 1, std::min<int64_t>(max_splits, 1024));
+  const int64_t splits = std::clamp<int64_t>(target / std::max<int64_t>(B, 1), 1, std::min<int64_t>(max_splits, 1024));
   a.vecs_per_split = div_up(std::max<int64_t>(units, 1), splits);
   const int64_t used = div_up(std::max<int64_t>(units, 1), a.vecs_per_split);
   a.splits = static_cast<int>(used);

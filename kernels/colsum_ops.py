@@ -49,6 +49,8 @@ def colsum_matvec(x: torch.Tensor, colsum: torch.Tensor, scale: float = 1.0) -> 
     if colsum.dim() != 1:
         raise ValueError(f"colsum_matvec: colsum must be 1-D (input,), got {colsum.dim()}-D with shape "
                          f"{tuple(colsum.shape)}")
+    if x.shape[1] != colsum.shape[0]:
+        raise ValueError(f"colsum_matvec: x has {x.shape[1]} columns but colsum has {colsum.shape[0]} elements")
     return MATVEC(x, colsum, scale)
 
 

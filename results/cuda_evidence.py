@@ -34,13 +34,16 @@ FLUSH_BYTES = 256 * 1024 * 1024
 
 
 def git_commit() -> str:
+    # A copy of the tree (a remote GPU machine) may carry a stale .git or none: the
+    # caller then names the commit measured.
+    if os.environ.get("KB14_GIT_COMMIT"):
+        return os.environ["KB14_GIT_COMMIT"]
     try:
         sha = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
         dirty = subprocess.call(["git", "diff", "--quiet", "HEAD"], cwd=ROOT) != 0
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
-        # A copy of the tree without .git (a remote GPU machine): the caller may say.
-        return os.environ.get("KB14_GIT_COMMIT", "unknown")
+        return "unknown"
 
 
 def run_header() -> dict:

@@ -372,7 +372,7 @@ def test_bad_inputs():
         colsum_matvec(torch.randn(2, 5), c[None], 1.0)
     with pytest.raises(RuntimeError, match="colsum must be float64"):
         colsum_matvec(torch.randn(2, 5), c.float(), 1.0)
-    with pytest.raises(RuntimeError, match="x has 4 columns but colsum has 5"):
+    with pytest.raises(ValueError, match="x has 4 columns but colsum has 5"):
         colsum_matvec(torch.randn(2, 4), c, 1.0)
     with pytest.raises(RuntimeError, match="x must be float32"):
         colsum_matvec(torch.ones(2, 5, dtype=torch.int64), c, 1.0)
