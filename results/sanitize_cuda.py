@@ -25,7 +25,7 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
             # order differs, so allow fp64 rounding only.
             c = colsum(y)
             bad += not torch.allclose(c, y.double().sum(0), rtol=1e-9, atol=1e-9)
-            v = torch.randn(cols, device="cuda", dtype=torch.float64)
+            v = torch.randn(y.shape[1], device="cuda", dtype=torch.float64)
             mv = colsum_matvec(y, v, 0.75)
             want = (y.double() @ v * 0.75).to(dtype).unsqueeze(1)
             tol = {torch.float64: 1e-9, torch.float32: 1e-5}.get(dtype, 1e-2)  # the output's rounding
