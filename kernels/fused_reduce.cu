@@ -241,7 +241,7 @@ __device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t
 // batch's loads are issued before any is consumed; each accumulator receives its
 // elements in the reference's order. In-row offsets fit in 32 bits: the fused path
 // only takes tensors of fewer than 2^31 bytes.
-template <typename scalar_t, int V, int G, int U, bool kVectorLoads, bool kEdges = true>
+template <typename scalar_t, int V, int G, int U, bool kVectorLoads>
 __device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int shift,
                                                   const int (&t)[G], int lane, bool owns_edges,
                                                   typename Args<scalar_t>::acc_t (&leaf)[G]) {
@@ -290,7 +290,7 @@ __device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const
       }
     }
   }
-  if (kEdges && owns_edges) {
+  if (owns_edges) {
     const int e = end - end % V + lane;
     if (e < end) acc[0][0] = acc[0][0] + element(vbase, a.col_stride, e, a.inv);
   }
@@ -350,18 +350,12 @@ __device__ __forceinline__ void row_leaves(const Args<scalar_t>& a, bool vectori
 // Rows split across warps (and possibly blocks): one physical block per (row, c).
 // Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP,
 // G of them at a time.
-//
-// kLean: the launch guarantees every row starts on a vector boundary (no edges to
-// peel, no scalar path); the G = 1 logical threads' loads are issued one after the
-// other, which keeps the kernel within 32 registers so that eight 256-thread blocks
-// (LPP = 2) fit on an SM and KernelBench's 1024 rows run in one wave.
-template <typename scalar_t, int V, int LPP, int U, bool kLean = false>
-// Otherwise, with one logical thread per physical thread, 40 registers fit three
-// 512-thread blocks per SM (double needs more and keeps two).
-__global__ void __launch_bounds__(kMaxThreads / LPP, kLean ? 8 : (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1)
-    split_row_kernel(Args<scalar_t> a, bool vectorized) {
+template <typename scalar_t, int V, int LPP, int U>
+// With one logical thread per physical thread, 40 registers fit three 512-thread
+// blocks per SM (double needs more and keeps two).
+__global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1) split_row_kernel(Args<scalar_t> a, bool vectorized) {
   using acc_t = typename Args<scalar_t>::acc_t;
-  constexpr int G = kLean ? 1 : LPP < 4 ? LPP : 4;
+  constexpr int G = LPP < 4 ? LPP : 4;
   __shared__ acc_t smem[kMaxThreads];
   __shared__ acc_t warp_totals[kWarp];
   const int bx = blockDim.x;
@@ -378,11 +372,7 @@ __global__ void __launch_bounds__(kMaxThreads / LPP, kLean ? 8 : (LPP == 1 && si
 #pragma unroll
     for (int g = 0; g < G; ++g) t[g] = x + bx * (yp + (j0 + g) * blockDim.y) + bx * by * c;
     acc_t part[G];
-    if constexpr (kLean) {
-      vectorized_leaves<scalar_t, V, G, U, true, false>(a, row, 0, t, x, false, part);
-    } else {
-      row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
-    }
+    row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
 #pragma unroll
     for (int g = 0; g < G; ++g) leaf[j0 + g] = part[g];
   }
@@ -495,32 +485,13 @@ int logical_per_physical(const Plan& p) {
   return 1;
 }
 
-// The lean split-row kernel (see split_row_kernel): single-block rows of 16 warps of
-// 32 lanes whose rows all start on a vector boundary, unless KB14_LOGICAL_PER_THREAD
-// asks for a mapping by name. Measured on an H200 in results/kernel_notes.md.
-template <typename scalar_t, int V>
-bool lean_path_applies(const Plan& p, const Args<scalar_t>& a) {
-  if (std::getenv("KB14_LOGICAL_PER_THREAD")) return false;
-  const bool aligned_rows = a.col_stride == 1 && p.cols % V == 0 && a.row_stride % V == 0 &&
-                            reinterpret_cast<uintptr_t>(a.y) % (sizeof(scalar_t) * V) == 0;
-  return p.vectorized && aligned_rows && p.bx == kWarp && p.by == 16 && p.ctas == 1;
-}
-
 template <typename scalar_t, int V>
 void launch(const Plan& p, Args<scalar_t> a, cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
   if (p.split_y) {
-    const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
-    // Only for the 2.10+ order: the 2.4-2.9 warps-first tree needs more registers.
-    if constexpr (sizeof(scalar_t) == 4 && kOrder.lanes_before_warps) {
-      if (lean_path_applies<scalar_t, V>(p, a)) {
-        split_row_kernel<scalar_t, V, 2, U, true><<<grid, dim3(p.bx, p.by / 2), 0, stream>>>(a, p.vectorized);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-        return;
-      }
-    }
     const int lpp = logical_per_physical(p);
     const dim3 block(p.bx, p.by / lpp);
+    const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
     switch (lpp) {
       case 16: split_row_kernel<scalar_t, V, 16, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
       case 8: split_row_kernel<scalar_t, V, 8, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;

@@ -53,21 +53,6 @@ def test_named_shapes(dtype, shape):
     _assert_same(*_pair(y), f"{dtype} {shape}")
 
 
-# Shapes on the lean fp32 path (single-block rows of 16 warps whose rows all start on
-# a vector boundary), including a row stride wider than the row, against the
-# reference and against the general kernel forced by KB14_LOGICAL_PER_THREAD=1.
-@pytest.mark.parametrize("shape", [(1024, 8192), (1025, 8192), (529, 8196), (2001, 12288), (601, 65536)])
-def test_lean_path(shape, monkeypatch):
-    rows, cols = shape
-    wide = torch.randn(rows, cols + 4, device="cuda")
-    for y in (wide[:, :cols].contiguous(), wide[:, :cols]):
-        ours, ref = _pair(y)
-        _assert_same(ours, ref, f"{shape} stride {y.stride()}")
-        monkeypatch.setenv("KB14_LOGICAL_PER_THREAD", "1")
-        _assert_same(div_sum_scale(y, 2, 1.5), ours, f"{shape}: general kernel")
-        monkeypatch.delenv("KB14_LOGICAL_PER_THREAD")
-
-
 @pytest.mark.parametrize("divisor,scale", [(2, 1.5), (3, 0.7), (-0.5, 2.0), (7.25, -1e-3), (0, 1.5), (float("inf"), 1.0)])
 def test_divisors_and_scales(divisor, scale):
     y = torch.randn(300, 4099, device="cuda")
