@@ -314,23 +314,11 @@ def paired_differences(times: dict, base: str) -> dict:
     return out
 
 
-def graph_time(
-    fn: Callable,
-    arg_sets: Sequence[Sequence],
-    *,
-    calls_per_graph: int = 20,
-    replays: int = 10,
-    warmup: int = 3,
-    l2_bytes: int | None = None,
-    bytes_per_call: int | None = None,
-) -> dict:
-    """CUDA-graph replay: capture `calls_per_graph` calls, call i on arg_sets[i % k],
-    replay the graph `replays` times with events around each, report per-call median.
-
-    Replaying removes the host launch cost and the gaps between kernels, which is what
-    a small tail is made of. Rotating over buffers whose total exceeds 2x L2 keeps the
-    input reads L2-cold; smaller totals (tiny tails) are L2-warm, flagged in `l2_cold`.
-    """
+def graph_replay_ms(fn: Callable, arg_sets: Sequence[Sequence], *, calls_per_graph: int, replays: int,
+                    warmup: int = 3) -> list[float]:
+    """Per-call milliseconds of each replay of one CUDA graph that makes `calls_per_graph`
+    calls back to back, call i on arg_sets[i % len(arg_sets)]; replays are queued and
+    each is timed with CUDA events."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm up off the default stream, as capture requires
@@ -354,6 +342,27 @@ def graph_time(
     torch.cuda.synchronize()
     per_call = [t.elapsed_ms() / calls_per_graph for t in timers]
     del graph
+    return per_call
+
+
+def graph_time(
+    fn: Callable,
+    arg_sets: Sequence[Sequence],
+    *,
+    calls_per_graph: int = 20,
+    replays: int = 10,
+    warmup: int = 3,
+    l2_bytes: int | None = None,
+    bytes_per_call: int | None = None,
+) -> dict:
+    """CUDA-graph replay: capture `calls_per_graph` calls, call i on arg_sets[i % k],
+    replay the graph `replays` times with events around each, report per-call median.
+
+    Replaying removes the host launch cost and the gaps between kernels, which is what
+    a small tail is made of. Rotating over buffers whose total exceeds 2x L2 keeps the
+    input reads L2-cold; smaller totals (tiny tails) are L2-warm, flagged in `l2_cold`.
+    """
+    per_call = graph_replay_ms(fn, arg_sets, calls_per_graph=calls_per_graph, replays=replays, warmup=warmup)
     l2_cold = None
     if l2_bytes and bytes_per_call:
         l2_cold = len(arg_sets) * bytes_per_call >= 2 * l2_bytes
@@ -420,6 +429,12 @@ def rotation_buffers(nbytes: int, l2: int, cap: int) -> int:
     if l2 <= 0:
         return 1
     return max(2, min(cap, math.ceil(2 * l2 / max(nbytes, 1)) + 1))
+
+
+def rotating_copies(t: torch.Tensor, l2: int, cap: int) -> list[torch.Tensor]:
+    """`t` and clones of it, together over twice the L2 (see rotation_buffers)."""
+    k = rotation_buffers(t.numel() * t.element_size(), l2, cap)
+    return [t] + [t.clone() for _ in range(k - 1)]
 
 
 def estimate_bytes(args, device: torch.device) -> dict:
@@ -769,8 +784,7 @@ def default_cases(args, device: torch.device, l2: int) -> list[Case]:
             colsum_model = build_model(modelnew.ModelNewColsum, init, device).eval()
             colsum_bytes = (b * i + b) * e + i * 8
             def sets_of_x():  # its forward reads only x: rotate x to keep the reads L2-cold
-                k = rotation_buffers(b * i * e, l2, 64)
-                return [(x,)] + [(x.clone(),) for _ in range(k - 1)]
+                return [(t,) for t in rotating_copies(x, l2, 64)]
 
             cases.append(Case("ModelNewColsum", "model", colsum_model, (x,), colsum_bytes, 2 * b * i,
                               make_arg_sets=sets_of_x,
@@ -792,8 +806,7 @@ def default_cases(args, device: torch.device, l2: int) -> list[Case]:
                       model_bytes - b * e + b * h * e, flops))
 
     def sets_of_y():
-        k = rotation_buffers(tail_bytes, l2, 64)
-        return [(y,)] + [(y.clone(),) for _ in range(k - 1)]
+        return [(t,) for t in rotating_copies(y, l2, 64)]
 
     def tail_case(name, fn, check=True):
         chk = _check_against(lambda: fn(y), tail_ref, exact=True) if check else None
@@ -891,8 +904,7 @@ def run_sweep(args, device: torch.device, backend: Backend, ceilings: dict, l2: 
         launch_bound = cuda and nbytes <= LAUNCH_BOUND_BYTES and not args.no_graph
         sets = None
         if launch_bound:
-            k = rotation_buffers(nbytes, l2, 100)
-            sets = [(y,)] + [(torch.randn_like(y),) for _ in range(k - 1)]
+            sets = [(t,) for t in rotating_copies(y, l2, 100)]
         point: dict[str, Any] = {"batch": bb, "hidden": hh, "bytes": nbytes, "variants": {}}
         for vname, fn in variants.items():
             v: dict[str, Any] = {"error": None}

@@ -7,8 +7,8 @@
 // (a scalar path takes any other stride or alignment), accumulate in fp64 with
 // fused multiply-adds, and combine partial sums in an order fixed by the shape and
 // the GPU (its SM count, and how many blocks of the built kernel fit on one SM): the
-// results are deterministic. They launch on the current
-// stream under a device guard and never synchronise with the host.
+// results are deterministic. They launch on the current stream under a device guard
+// and never synchronise with the host.
 //
 // Compiled in one translation unit with the other .cu sources of this folder: all
 // names live in kb14::colsum_cuda.
@@ -57,8 +57,15 @@ struct alignas(16) Vec16 {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Every row of the 2-D `t` starts on a 16-byte boundary and holds whole 16-byte vectors.
+template <typename T>
+bool rows_are_vectors(const at::Tensor& t) {
+  return t.stride(1) == 1 && t.size(1) % Vec16<T>::V == 0 && aligned16(t.const_data_ptr()) &&
+         (t.stride(0) * static_cast<int64_t>(sizeof(T))) % 16 == 0;
+}
+
 // ---------------------------------------------------------------------------
-// Column sum. A block sums a tile of kTileLanes * V columns over its slice of the
+// Column sum. A block sums a tile of kWarp * V columns over its slice of the
 // rows: warp q of the block takes rows r0 + q, r0 + q + kWarps, ..., lane l the
 // V adjacent columns of one 16-byte load (V = 1 on the scalar path), so each warp
 // reads whole 512-byte runs of a row. The warps' sums meet in shared memory in warp
@@ -135,8 +142,7 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   constexpr int V = Vec16<T>::V;
   const int64_t H = w.size(0), K = w.size(1);
   const T* ptr = reinterpret_cast<const T*>(w.const_data_ptr<scalar_t>());
-  const bool vector = w.stride(1) == 1 && K % V == 0 && aligned16(ptr) &&
-                      (w.stride(0) * static_cast<int64_t>(sizeof(T))) % 16 == 0;
+  const bool vector = rows_are_vectors<T>(w);
   const int64_t tile = kWarp * (vector ? V : 1);
   const int64_t col_blocks = div_up(K, tile);
   TORCH_CHECK(col_blocks <= std::numeric_limits<int32_t>::max(), "colsum: weight has too many columns (", K, ")");
@@ -368,11 +374,8 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
     a.partial = partial.mutable_data_ptr<double>();
   }
   auto stream = c10::cuda::getCurrentCUDAStream();
-  const bool rows_aligned = x.stride(1) == 1 && K % V == 0 && aligned16(a.x) &&
-                            (x.stride(0) * static_cast<int64_t>(sizeof(T))) % 16 == 0 && aligned16(a.c) &&
-                            K / V <= std::numeric_limits<int32_t>::max();
   if constexpr (sizeof(T) >= 4) {
-    if (rows_aligned && used == 1) {
+    if (used == 1 && rows_are_vectors<T>(x) && aligned16(a.c) && K / V <= std::numeric_limits<int32_t>::max()) {
       colsum_matvec_aligned_kernel<T><<<static_cast<unsigned>(B), kThreads, 0, stream>>>(
           a.x, a.c, a.out, a.out_stride, a.row_stride, static_cast<int>(K / V), scale);
       C10_CUDA_KERNEL_LAUNCH_CHECK();

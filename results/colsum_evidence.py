@@ -36,7 +36,7 @@ import kernels  # noqa: E402
 import reference  # noqa: E402
 from modelnew import ModelNewColsum  # noqa: E402
 from results.cuda_evidence import (read_ceiling_gbs, rotation, run_header, summary, time_cold,  # noqa: E402
-                                   time_rotating, write_outputs)
+                                   time_rotating, with_bandwidth, write_outputs)
 
 SEED = 42
 TOLS = (1e-4, 1e-3, 1e-2)
@@ -92,10 +92,7 @@ def _timed(fn, arg, inputs, reps: int, nbytes: int, ceiling: float, replays: int
     for flush_by in ("read", "write"):
         out[f"flush by {flush_by}"] = summary(time_cold(lambda: fn(arg), reps, flush_by=flush_by))
     out["rotating, graph replay"] = summary(time_rotating(fn, inputs, replays))
-    for s in out.values():
-        s["GBps"] = nbytes / (s["median_us"] * 1e-6) / 1e9
-        s["pct_of_read_ceiling"] = 100 * s["GBps"] / ceiling
-    return out
+    return {method: with_bandwidth(s, nbytes, ceiling) for method, s in out.items()}
 
 
 def host_us_per_call(fn, calls: int = 2000) -> float:

@@ -15,7 +15,6 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import reference  # noqa: E402
+from bench import git_info, graph_replay_ms, l2_cache_bytes, rotating_copies  # noqa: E402
 from kernels import div_sum_scale, div_sum_scale_reference  # noqa: E402
 from modelnew import ModelNew  # noqa: E402
 from tests.cases import random_shapes  # noqa: E402
@@ -34,16 +34,8 @@ FLUSH_BYTES = 256 * 1024 * 1024
 
 
 def git_commit() -> str:
-    # A copy of the tree (a remote GPU machine) may carry a stale .git or none: the
-    # caller then names the commit measured.
-    if os.environ.get("KB14_GIT_COMMIT"):
-        return os.environ["KB14_GIT_COMMIT"]
-    try:
-        sha = subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True).strip()
-        dirty = subprocess.call(["git", "diff", "--quiet", "HEAD"], cwd=ROOT) != 0
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    g = git_info()  # KB14_GIT_COMMIT first: a copied tree may carry a stale .git
+    return (g["commit"] or "unknown") + ("-dirty" if g["dirty"] else "")
 
 
 def run_header() -> dict:
@@ -92,44 +84,26 @@ def time_cold(fn, reps: int, warmup: int = 5, flush_by: str = "read") -> list[fl
 
 
 def time_rotating(fn, inputs: list, replays: int = 50, calls: int = 20) -> list[float]:
-    """Microseconds per call, L2-cold by rotation rather than by a flush: one CUDA graph
-    makes `calls` calls of `fn` back to back, call i on inputs[i % len(inputs)] (the
-    inputs together exceed twice the L2); each replay is timed with CUDA events and
-    divided by the number of calls, which spreads the graph's own launch thin. There is
-    no host launch and no idle GPU between calls, so this is the kernel's cost inside
-    a stream of work (as after the GEMM in ModelNew), where a flushed single call
-    also pays the ~3 us an empty kernel takes to launch and be timed."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for t in inputs[:3]:
-            fn(t)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    calls = max(calls, len(inputs))
-    with torch.cuda.graph(graph):
-        for i in range(calls):
-            fn(inputs[i % len(inputs)])
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    del graph
-    return times
+    """Microseconds per call, L2-cold by rotation rather than by a flush: bench.py's
+    CUDA-graph replay of `calls` calls back to back over `inputs` (together over twice
+    the L2). There is no host launch and no idle GPU between calls, so this is the
+    kernel's cost inside a stream of work (as after the GEMM in ModelNew), where a
+    flushed single call also pays the ~3 us an empty kernel takes to launch and be timed."""
+    per_call_ms = graph_replay_ms(fn, [(t,) for t in inputs], calls_per_graph=max(calls, len(inputs)),
+                                  replays=replays)
+    return [t * 1e3 for t in per_call_ms]
 
 
 def rotation(y: torch.Tensor) -> list:
     """Copies of `y` whose total is over twice the L2 (at least two)."""
-    l2 = torch.cuda.get_device_properties(y.device).L2_cache_size
-    k = max(2, -(-2 * l2 // (y.numel() * y.element_size())) + 1)
-    return [y] + [y.clone() for _ in range(k - 1)]
+    return rotating_copies(y, l2_cache_bytes(y.device), cap=64)
+
+
+def with_bandwidth(s: dict, nbytes: int, ceiling: float) -> dict:
+    """`s` (a summary) with the GB/s and the % of the read ceiling of its median."""
+    s["GBps"] = nbytes / (s["median_us"] * 1e-6) / 1e9
+    s["pct_of_read_ceiling"] = 100 * s["GBps"] / ceiling
+    return s
 
 
 def summary(times: list[float]) -> dict:
@@ -206,10 +180,7 @@ def speed(reps: int) -> dict:
                     rows_out[name] = {"error": f"{type(exc).__name__}: {exc}"}
                     torch.cuda.synchronize()
                     continue
-                s = summary(times)
-                s["GBps"] = nbytes / (s["median_us"] * 1e-6) / 1e9
-                s["pct_of_read_ceiling"] = 100 * s["GBps"] / ceiling
-                rows_out[name] = s
+                rows_out[name] = with_bandwidth(summary(times), nbytes, ceiling)
             out["tail"][f"{rows}x{cols}, {method}"] = rows_out
         del inputs
 
