@@ -157,10 +157,10 @@ class Backend:
     flush: Callable[[], None]
     new_timer: Callable[[], Any]
     flush_bytes: int
-    # Evicts the cache by reading: it leaves only clean lines behind, where the
-    # write flush leaves dirty ones whose write-back overlaps the next timed call and
-    # makes a ~10 us kernel's time vary from run to run. The robust method uses it.
-    read_flush: Callable[[], Any] | None = None
+    # The robust method's flush. On CUDA it evicts the cache by reading: that leaves
+    # only clean lines behind, where the write flush leaves dirty ones whose write-back
+    # overlaps the next timed call and makes a ~10 us kernel's time vary run to run.
+    robust_flush: Callable[[], Any]
 
 
 def make_backend(device: torch.device, flush_bytes: int | None = None) -> Backend:
@@ -173,20 +173,21 @@ def make_backend(device: torch.device, flush_bytes: int | None = None) -> Backen
         def sync() -> None:
             torch.cuda.synchronize(device)
 
-        return Backend(device, "cuda-events", sync, buf.zero_, CudaEventTimer, nbytes, read_flush=buf.max)
+        return Backend(device, "cuda-events", sync, buf.zero_, CudaEventTimer, nbytes, robust_flush=buf.max)
     nbytes = CPU_FLUSH_BYTES if flush_bytes is None else flush_bytes
     buf = torch.empty(nbytes // 4, dtype=torch.int32)
-    return Backend(device, "host-perf_counter", _noop, buf.zero_, lambda: HostTimer(_noop), nbytes)
+    return Backend(device, "host-perf_counter", _noop, buf.zero_, lambda: HostTimer(_noop), nbytes,
+                   robust_flush=buf.zero_)
 
 
-def _resolve(backend, sync, flush, new_timer):
+def _resolve(backend, sync, flush, new_timer, robust: bool = False):
     if backend is None and (sync is None or flush is None or new_timer is None):
         if not torch.cuda.is_available():
             raise BenchError("no timing backend given and no CUDA GPU for the default one")
         backend = make_backend(torch.device("cuda", torch.cuda.current_device()))
     return (
         sync if sync is not None else backend.sync,
-        flush if flush is not None else backend.flush,
+        flush if flush is not None else (backend.robust_flush if robust else backend.flush),
         new_timer if new_timer is not None else backend.new_timer,
     )
 
@@ -260,7 +261,8 @@ def robust_time(
     flush: Callable[[], None] | None = None,
     new_timer: Callable[[], Any] | None = None,
 ) -> dict:
-    """Median and IQR over many calls, the cache flushed before each one.
+    """Median and IQR over many calls, the cache flushed before each one (by the
+    backend's `robust_flush` unless `flush` is given: a 256 MB read on CUDA).
 
     The number of calls is what fits in `budget_s` (estimated from the warm-up, flush
     included), clamped to [min_calls, max_calls]; `budget_s=None` means max_calls.
@@ -268,7 +270,7 @@ def robust_time(
     call keeps the GPU busy while the host enqueues the call, so the events measure
     the call's GPU time, and the median ignores the odd slow one.
     """
-    sync, flush, new_timer = _resolve(backend, sync, flush, new_timer)
+    sync, flush, new_timer = _resolve(backend, sync, flush, new_timer, robust=True)
     sync()
     t0 = time.perf_counter()
     for _ in range(warmup):
@@ -680,8 +682,7 @@ def _time_case(case: Case, args, device: torch.device, backend: Backend, l2: int
             row["kernelbench"] = {k: v for k, v in kb.items() if k != "times_ms"}
             if cuda:
                 rb = robust_time(case.fn, case.args, warmup=10, min_calls=50,
-                                 max_calls=args.repeats or 1000, budget_s=1.0, backend=backend,
-                                 flush=backend.read_flush)
+                                 max_calls=args.repeats or 1000, budget_s=1.0, backend=backend)
             else:
                 rb = robust_time(case.fn, case.args, warmup=0, max_calls=args.repeats,
                                  budget_s=None, backend=backend)
