@@ -81,10 +81,11 @@ class ModelNewColsum(nn.Module):
     pointer, device, dtype, shape and strides; `.to()`, `.cuda()`, `.half()` and
     every other `Module._apply` also drop the cache. One change it cannot see: an
     in-place write through `weight.data` (`weight.data.copy_(t)`: `.data` has a
-    version counter of its own); call `invalidate_colsum()` after such a write. When the weight requires grad and grad
-    mode is on, the column sum is recomputed through the autograd-registered op so
-    that gradients reach the weight; under `torch.no_grad()` (KernelBench's
-    protocol) the cache serves every call after the first.
+    version counter of its own); call `invalidate_colsum()` after such a write.
+    When the weight requires grad and grad mode is on, the column sum is recomputed
+    through the autograd-registered op so that gradients reach the weight; under
+    `torch.no_grad()` (KernelBench's protocol) the cache serves every call after
+    the first.
     """
 
     def __init__(self, input_size, hidden_size, scaling_factor):

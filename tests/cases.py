@@ -1,9 +1,13 @@
 """Shared test cases: random shapes for the bit-exactness sweeps (log-uniform, with
 primes, powers of two and edge sizes forced in, capped in element count so a sweep
-stays fast), layouts, and the bitwise comparison."""
+stays fast), layouts, the bitwise comparison, and seeded reference / candidate pairs."""
 
 import math
 import random
+
+import torch
+
+import reference
 
 PRIMES = [2, 3, 5, 7, 13, 31, 37, 127, 199, 257, 1021, 4093, 8191, 65521, 69997, 131071, 299993]
 
@@ -47,3 +51,21 @@ def same_bits(ours, ref):
     nan = torch.isnan(ref)
     return (ours.shape == ref.shape and ours.dtype == ref.dtype and ours.device == ref.device
             and torch.equal(torch.isnan(ours), nan) and torch.equal(ours[~nan], ref[~nan]))
+
+
+def seeded_pair(seed: int, init, new_cls):
+    """reference.Model(*init) and new_cls(*init), each built after torch.manual_seed(seed)
+    (KernelBench's way): a drop-in gets the same weight."""
+    torch.manual_seed(seed)
+    ref = reference.Model(*init)
+    torch.manual_seed(seed)
+    return ref, new_cls(*init)
+
+
+def assert_same_gradients(ref, new, x):
+    """Backward of sum(model(x)) through both models: bitwise equal grads of x and weight."""
+    xr, xn = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ref(xr).sum().backward()
+    new(xn).sum().backward()
+    assert torch.equal(xr.grad, xn.grad)
+    assert torch.equal(ref.weight.grad, new.weight.grad)

@@ -15,6 +15,7 @@ import reference
 from kernels import colsum, colsum_matvec, colsum_matvec_reference
 from kernels.colsum_ops import COLSUM, MATVEC
 from modelnew import ModelNewColsum
+from tests.cases import seeded_pair
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 SCALE = 1.5
@@ -54,10 +55,7 @@ def run(model, x):
 
 
 def test_same_parameters_and_rng_as_reference():
-    torch.manual_seed(42)
-    ref = reference.Model(64, 48, SCALE)
-    torch.manual_seed(42)
-    new = ModelNewColsum(64, 48, SCALE)
+    ref, new = seeded_pair(42, [64, 48, SCALE], ModelNewColsum)
     assert list(ref.state_dict()) == list(new.state_dict()) == ["weight"]
     assert torch.equal(ref.weight, new.weight)
     assert new.scaling_factor == SCALE

@@ -7,7 +7,7 @@ import torch
 
 import kernels
 from kernels import div_sum_scale, div_sum_scale_reference
-from tests.cases import layouts, random_shapes, same_bits
+from tests.cases import assert_same_gradients, layouts, random_shapes, same_bits, seeded_pair
 
 pytestmark = pytest.mark.gpu
 
@@ -78,11 +78,7 @@ def test_model_matches_reference_200_seeded_trials():
     import reference
     from modelnew import ModelNew
 
-    init = reference.get_init_inputs()
-    torch.manual_seed(42)
-    ref_model = reference.Model(*init).cuda()
-    torch.manual_seed(42)
-    new_model = ModelNew(*init).cuda()
+    ref_model, new_model = (m.cuda() for m in seeded_pair(42, reference.get_init_inputs(), ModelNew))
     exact = 0
     for trial in range(200):
         torch.manual_seed(1000 + trial)
@@ -111,20 +107,12 @@ def test_compile_and_cuda_graph_give_eager_bits():
 
 
 def test_model_compiled_fullgraph_and_gradients():
-    import reference
     from modelnew import ModelNew
 
-    torch.manual_seed(0)
-    ref_model = reference.Model(512, 1024, 1.5).cuda()
-    torch.manual_seed(0)
-    new_model = ModelNew(512, 1024, 1.5).cuda()
+    ref_model, new_model = (m.cuda() for m in seeded_pair(0, [512, 1024, 1.5], ModelNew))
     x = torch.rand(256, 512, device="cuda")
     assert torch.equal(torch.compile(new_model, fullgraph=True)(x), new_model(x))
-    xr, xn = x.clone().requires_grad_(), x.clone().requires_grad_()
-    ref_model(xr).sum().backward()
-    new_model(xn).sum().backward()
-    assert torch.equal(xr.grad, xn.grad)
-    assert torch.equal(ref_model.weight.grad, new_model.weight.grad)
+    assert_same_gradients(ref_model, new_model, x)
 
 
 def test_other_stream_and_device_guard():

@@ -5,14 +5,11 @@ import torch
 
 import reference
 from modelnew import ModelNew
+from tests.cases import assert_same_gradients, seeded_pair
 
 
 def _pair(seed, init):
-    torch.manual_seed(seed)
-    ref = reference.Model(*init)
-    torch.manual_seed(seed)
-    new = ModelNew(*init)
-    return ref, new
+    return seeded_pair(seed, init, ModelNew)
 
 
 @pytest.mark.parametrize("seed", [42, 0, 2026])
@@ -45,12 +42,7 @@ def test_to_dtype(dtype):
 
 def test_gradients_match_reference():
     ref, new = _pair(5, [128, 300, 1.5])
-    x = torch.rand(40, 128)
-    xr, xn = x.clone().requires_grad_(), x.clone().requires_grad_()
-    ref(xr).sum().backward()
-    new(xn).sum().backward()
-    assert torch.equal(xr.grad, xn.grad)
-    assert torch.equal(ref.weight.grad, new.weight.grad)
+    assert_same_gradients(ref, new, torch.rand(40, 128))
 
 
 def test_compile_fullgraph_same_bits():
