@@ -284,16 +284,12 @@ __global__ void colsum_combine(const double* part, int slices, int K, double* ou
 
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
-// colsum: block = 8 warps on interleaved rows of a 128-column tile; cluster of S blocks along rows.
-template <int U, int S, int WARPS>
-__global__ void __cluster_dims__(1, S, 1) __launch_bounds__(32 * WARPS) colsum_cluster(const float4* w, int H, int kvec, double* out) {
-  __shared__ double sm[WARPS][32][4];
-  __shared__ double bsum[128];
-  cg::cluster_group cl = cg::this_cluster();
+// The shared part of both tile kernels: warp wi sums rows r0 + wi, r0 + wi + WARPS, ...
+// of the 128-column tile in fp64; the warps meet in `sm` in warp order; thread t < 128
+// returns column t's block sum.
+template <int U, int WARPS>
+__device__ double tile_block_sum(const float4* w, int kvec, int tile, int r0, int r1, double (&sm)[WARPS][32][4]) {
   const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
-  const int tile = blockIdx.x, slice = blockIdx.y;  // cluster spans S slices
-  const int rows_per = (H + S - 1) / S;
-  const int r0 = slice * rows_per, r1 = min(H, r0 + rows_per);
   const float4* p = w + tile * 32 + lane;
   double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   int r = r0 + wi;
@@ -307,10 +303,22 @@ __global__ void __cluster_dims__(1, S, 1) __launch_bounds__(32 * WARPS) colsum_c
   for (; r < r1; r += WARPS) { float4 b = __ldg(p + (size_t)r * kvec); a0 += b.x; a1 += b.y; a2 += b.z; a3 += b.w; }
   sm[wi][lane][0] = a0; sm[wi][lane][1] = a1; sm[wi][lane][2] = a2; sm[wi][lane][3] = a3;
   __syncthreads();
-  if (threadIdx.x < 128) {
-    double s = 0; for (int q = 0; q < WARPS; ++q) s += sm[q][threadIdx.x >> 2][threadIdx.x & 3];
-    bsum[threadIdx.x] = s;
-  }
+  double s = 0;
+  if (threadIdx.x < 128)
+    for (int q = 0; q < WARPS; ++q) s += sm[q][threadIdx.x >> 2][threadIdx.x & 3];
+  return s;
+}
+// colsum: block = 8 warps on interleaved rows of a 128-column tile; cluster of S blocks along rows.
+template <int U, int S, int WARPS>
+__global__ void __cluster_dims__(1, S, 1) __launch_bounds__(32 * WARPS) colsum_cluster(const float4* w, int H, int kvec, double* out) {
+  __shared__ double sm[WARPS][32][4];
+  __shared__ double bsum[128];
+  cg::cluster_group cl = cg::this_cluster();
+  const int tile = blockIdx.x, slice = blockIdx.y;  // cluster spans S slices
+  const int rows_per = (H + S - 1) / S;
+  const int r0 = slice * rows_per, r1 = min(H, r0 + rows_per);
+  const double s = tile_block_sum<U, WARPS>(w, kvec, tile, r0, r1, sm);
+  if (threadIdx.x < 128) bsum[threadIdx.x] = s;
   cl.sync();
   if (cl.block_rank() == 0 && threadIdx.x < 128) {
     double s = 0;
@@ -323,26 +331,10 @@ __global__ void __cluster_dims__(1, S, 1) __launch_bounds__(32 * WARPS) colsum_c
 template <int U, int WARPS>
 __global__ void __launch_bounds__(32 * WARPS) colsum_tile(const float4* w, int H, int kvec, int rows_per, double* part) {
   __shared__ double sm[WARPS][32][4];
-  const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
   const int tile = blockIdx.x, slice = blockIdx.y;
   const int r0 = slice * rows_per, r1 = min(H, r0 + rows_per);
-  const float4* p = w + tile * 32 + lane;
-  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-  int r = r0 + wi;
-  for (; r + (U - 1) * WARPS < r1; r += U * WARPS) {
-    float4 b[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) b[u] = __ldg(p + (size_t)(r + u * WARPS) * kvec);
-#pragma unroll
-    for (int u = 0; u < U; ++u) { a0 += b[u].x; a1 += b[u].y; a2 += b[u].z; a3 += b[u].w; }
-  }
-  for (; r < r1; r += WARPS) { float4 b = __ldg(p + (size_t)r * kvec); a0 += b.x; a1 += b.y; a2 += b.z; a3 += b.w; }
-  sm[wi][lane][0] = a0; sm[wi][lane][1] = a1; sm[wi][lane][2] = a2; sm[wi][lane][3] = a3;
-  __syncthreads();
-  if (threadIdx.x < 128) {
-    double s = 0; for (int q = 0; q < WARPS; ++q) s += sm[q][threadIdx.x >> 2][threadIdx.x & 3];
-    part[(size_t)slice * kvec * 4 + tile * 128 + threadIdx.x] = s;
-  }
+  const double s = tile_block_sum<U, WARPS>(w, kvec, tile, r0, r1, sm);
+  if (threadIdx.x < 128) part[(size_t)slice * kvec * 4 + tile * 128 + threadIdx.x] = s;
 }
 
 template <class F> float time_rot(F f, int nbuf, int reps = 50) {
