@@ -46,28 +46,28 @@ inline double widen(scalar_t v) {
 
 // Shared by the CPU and CUDA entry points (colsum.cu declares them).
 void check_colsum_inputs(const at::Tensor& w) {
-  TORCH_CHECK(w.layout() == at::kStrided, "colsum: weight must be a dense (strided) tensor, got layout ",
+  KB14_CHECK(w.layout() == at::kStrided, "colsum: weight must be a dense (strided) tensor, got layout ",
               w.layout());
-  TORCH_CHECK(w.dim() == 2, "colsum: weight must be 2-D (hidden, input), got ", w.dim(), "-D with shape ",
+  KB14_CHECK(w.dim() == 2, "colsum: weight must be 2-D (hidden, input), got ", w.dim(), "-D with shape ",
               w.sizes());
-  TORCH_CHECK(is_float_dtype(w.scalar_type()),
+  KB14_CHECK(is_float_dtype(w.scalar_type()),
               "colsum: weight must be float32, float64, float16 or bfloat16, got ", w.scalar_type());
 }
 
 void check_colsum_matvec_inputs(const at::Tensor& x, const at::Tensor& c) {
-  TORCH_CHECK(x.layout() == at::kStrided && c.layout() == at::kStrided,
+  KB14_CHECK(x.layout() == at::kStrided && c.layout() == at::kStrided,
               "colsum_matvec: x and colsum must be dense (strided) tensors");
-  TORCH_CHECK(x.dim() == 2, "colsum_matvec: x must be 2-D (batch, input), got ", x.dim(), "-D with shape ",
+  KB14_CHECK(x.dim() == 2, "colsum_matvec: x must be 2-D (batch, input), got ", x.dim(), "-D with shape ",
               x.sizes());
-  TORCH_CHECK(c.dim() == 1, "colsum_matvec: colsum must be 1-D (input,), got ", c.dim(), "-D with shape ",
+  KB14_CHECK(c.dim() == 1, "colsum_matvec: colsum must be 1-D (input,), got ", c.dim(), "-D with shape ",
               c.sizes());
-  TORCH_CHECK(is_float_dtype(x.scalar_type()),
+  KB14_CHECK(is_float_dtype(x.scalar_type()),
               "colsum_matvec: x must be float32, float64, float16 or bfloat16, got ", x.scalar_type());
-  TORCH_CHECK(c.scalar_type() == at::kDouble,
+  KB14_CHECK(c.scalar_type() == at::kDouble,
               "colsum_matvec: colsum must be float64 (as kb14::colsum returns it), got ", c.scalar_type());
-  TORCH_CHECK(x.size(1) == c.size(0), "colsum_matvec: x has ", x.size(1), " columns but colsum has ", c.size(0),
+  KB14_CHECK(x.size(1) == c.size(0), "colsum_matvec: x has ", x.size(1), " columns but colsum has ", c.size(0),
               " elements");
-  TORCH_CHECK(x.device() == c.device(), "colsum_matvec: x is on ", x.device(), " but colsum is on ", c.device());
+  KB14_CHECK(x.device() == c.device(), "colsum_matvec: x is on ", x.device(), " but colsum is on ", c.device());
 }
 
 namespace colsum_impl {
@@ -118,7 +118,7 @@ void colsum_kernel(const at::Tensor& w, at::Tensor& out) {
 
 at::Tensor colsum_cpu(const at::Tensor& w_in) {
   check_colsum_inputs(w_in);
-  TORCH_CHECK(w_in.device().is_cpu(), "colsum_cpu: weight must be on the CPU, got ", w_in.device());
+  KB14_CHECK(w_in.device().is_cpu(), "colsum_cpu: weight must be on the CPU, got ", w_in.device());
   // Rows must be contiguous runs of columns; any other layout is copied once.
   const at::Tensor w = (w_in.size(1) <= 1 || w_in.stride(1) == 1) ? w_in : w_in.contiguous();
   auto out = at::empty({w.size(1)}, w.options().dtype(at::kDouble));
@@ -184,7 +184,7 @@ void matvec_kernel(const at::Tensor& x, const double* c, double scale, at::Tenso
 
 at::Tensor colsum_matvec_cpu(const at::Tensor& x_in, const at::Tensor& c_in, double scale) {
   check_colsum_matvec_inputs(x_in, c_in);
-  TORCH_CHECK(x_in.device().is_cpu(), "colsum_matvec_cpu: x must be on the CPU, got ", x_in.device());
+  KB14_CHECK(x_in.device().is_cpu(), "colsum_matvec_cpu: x must be on the CPU, got ", x_in.device());
   const at::Tensor x = (x_in.size(1) <= 1 || x_in.stride(1) == 1) ? x_in : x_in.contiguous();
   const at::Tensor c = c_in.is_contiguous() ? c_in : c_in.contiguous();
   auto out = at::empty({x.size(0), 1}, x.options());

@@ -145,7 +145,7 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   const bool vector = rows_are_vectors<T>(w);
   const int64_t tile = kWarp * (vector ? V : 1);
   const int64_t col_blocks = div_up(K, tile);
-  TORCH_CHECK(col_blocks <= std::numeric_limits<int32_t>::max(), "colsum: weight has too many columns (", K, ")");
+  KB14_CHECK(col_blocks <= std::numeric_limits<int32_t>::max(), "colsum: weight has too many columns (", K, ")");
   // As many slices (of at least 64 rows) as fit in one wave of resident blocks: a
   // few blocks left over for a second wave would each read a whole slice alone.
   const auto kernel = vector ? colsum_partial_kernel<T, true> : colsum_partial_kernel<T, false>;
@@ -155,7 +155,7 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   const int64_t slices = std::clamp<int64_t>(wave / col_blocks, 1, std::max<int64_t>(1, H / 64));
   const int64_t rows_per_slice = div_up(H, slices);
   const int64_t used = div_up(H, rows_per_slice);  // every slice non-empty
-  TORCH_CHECK(used <= 65535, "colsum: internal error: too many row slices");
+  KB14_CHECK(used <= 65535, "colsum: internal error: too many row slices");
   auto stream = c10::cuda::getCurrentCUDAStream();
   at::Tensor partial = used > 1 ? at::empty({used, K}, out.options()) : out;
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(used));
@@ -171,7 +171,7 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
 
 at::Tensor colsum_cuda(const at::Tensor& w) {
   check_colsum_inputs(w);
-  TORCH_CHECK(w.is_cuda(), "colsum_cuda: weight must be a CUDA tensor, got ", w.device());
+  KB14_CHECK(w.is_cuda(), "colsum_cuda: weight must be a CUDA tensor, got ", w.device());
   const c10::cuda::CUDAGuard guard(w.device());
   auto out = at::empty({w.size(1)}, w.options().dtype(at::kDouble));
   if (w.size(1) == 0) return out;
@@ -345,7 +345,7 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   using T = typename CudaType<scalar_t>::type;
   constexpr int V = Vec16<T>::V;
   const int64_t B = x.size(0), K = x.size(1);
-  TORCH_CHECK(B <= std::numeric_limits<int32_t>::max(), "colsum_matvec: too many rows (", B, ")");
+  KB14_CHECK(B <= std::numeric_limits<int32_t>::max(), "colsum_matvec: too many rows (", B, ")");
   MatvecArgs<T> a{};
   a.x = reinterpret_cast<const T*>(x.const_data_ptr<scalar_t>());
   a.c = c.const_data_ptr<double>();
@@ -398,7 +398,7 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
 
 at::Tensor colsum_matvec_cuda(const at::Tensor& x, const at::Tensor& c_in, double scale) {
   check_colsum_matvec_inputs(x, c_in);
-  TORCH_CHECK(x.is_cuda(), "colsum_matvec_cuda: x must be a CUDA tensor, got ", x.device());
+  KB14_CHECK(x.is_cuda(), "colsum_matvec_cuda: x must be a CUDA tensor, got ", x.device());
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor c = c_in.is_contiguous() ? c_in : c_in.contiguous();
   auto out = at::empty({x.size(0), 1}, x.options());

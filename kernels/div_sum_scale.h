@@ -4,6 +4,8 @@
 // returns: the same shape, dtype, device and bits.
 #pragma once
 
+#include "error_message.h"
+
 #include <ATen/ATen.h>
 
 namespace kb14 {

@@ -1,19 +1,11 @@
 // CUDA implementation of kb14::div_sum_scale: `torch.sum(y / d, 1, keepdim=True) * s`
-// in one pass over y, with the reference's bits.
-//
-// The reference runs three kernels: the true-divide (a multiply by the reciprocal
-// 1/d computed on the host, since d is a CPU scalar), ATen's reduction
-// (Reduce.cuh), and the multiply by s. Its sum's order is fixed by the launch
-// configuration Reduce.cuh picks for the shape and the GPU: which elements each
-// *logical* thread (lane x, warp y, block c) accumulates into its per-thread
-// accumulators, then the tree across lanes, across warps and across blocks. The
-// host code below recomputes that configuration (`plan_reference_sum`); the device
-// code performs those additions in that order. How the work is laid out on the
-// chip is ours: a physical thread may play several logical threads and issues all
-// of its loads before consuming them.
+// in one pass over y, with the reference's bits. The kernels and their launch plans
+// are in tail_kernels.cuh (no torch headers); this file is the op around them:
+// checks, the output, the device guard and the current stream.
 
 #include "cuda_common.cuh"
 #include "div_sum_scale.h"
+#include "tail_kernels.cuh"
 
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -21,495 +13,36 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
-
-#ifndef KB14_TORCH_VERSION
-#error "KB14_TORCH_VERSION (major * 100 + minor of the torch that is matched) must be defined"
-#endif
 
 namespace kb14 {
 namespace {
 
-// ---------------------------------------------------------------------------
-// What changed in Reduce.cuh / ReduceSumProdKernel.cu between releases.
-// ---------------------------------------------------------------------------
-struct ReleaseOrder {
-  // ReduceOp::run reduces across lanes (block_x_reduce) before warps
-  // (block_y_reduce); before 2.10 it was warps first.
-  bool lanes_before_warps;
-  // block_x_reduce's shuffle offsets: dim_x/2 down to 1 (2.10+) or 1 up to dim_x/2.
-  bool shuffle_descending;
-  // "vectorize along input" when the row has >= 128 elements (2.10+) or > 128.
-  bool vectorize_from_128_inclusive;
-  // input_vec_size for 2-byte types: 8 where sum_functor asks for it, else vt0 = 4.
-  bool wide_vectors_for_16bit;
+using tail::Arith;
+using tail::Args;
+using tail::kInputVec;
+using tail::Plan;
+
+// Benchmarking and testing switches, read once: KB14_TAIL_PATH=general sends every
+// shape to the general kernels (the lean path must return the same bits);
+// KB14_LOGICAL_PER_THREAD=2|4|8|16 picks another mapping of the general split-row kernel.
+struct TailSwitches {
+  bool general_only = false;
+  int logical_per_thread = 1;
 };
 
-constexpr ReleaseOrder kOrder{
-    /*lanes_before_warps=*/KB14_TORCH_VERSION >= 210,
-    /*shuffle_descending=*/KB14_TORCH_VERSION >= 210,
-    /*vectorize_from_128_inclusive=*/KB14_TORCH_VERSION >= 210,
-    /*wide_vectors_for_16bit=*/KB14_TORCH_VERSION >= 210,
-};
-
-// input_vec_size (and the alignment unit) of the vectorised path for a type.
-template <typename T>
-constexpr int kInputVec = (sizeof(T) == 2 && kOrder.wide_vectors_for_16bit) ? 8 : 4;
-
-constexpr int kWarp = 32;
-constexpr int kMaxThreads = 512;  // Reduce.cuh's MAX_NUM_THREADS for real types
-constexpr int kVt0 = 4;           // accumulators per thread on the non-vectorised path
-
-// ---------------------------------------------------------------------------
-// Element arithmetic: the reference's quotient, sum accumulation and scale.
-// ---------------------------------------------------------------------------
-template <typename T> struct Arith;
-
-template <> struct Arith<float> {
-  using acc_t = float;
-  using op_t = float;
-  static __device__ __forceinline__ float quotient(float y, float inv) { return __fmul_rn(y, inv); }
-  static __device__ __forceinline__ float store(float sum, float scale) { return __fmul_rn(sum, scale); }
-};
-
-template <> struct Arith<double> {
-  using acc_t = double;
-  using op_t = double;
-  static __device__ __forceinline__ double quotient(double y, double inv) { return __dmul_rn(y, inv); }
-  static __device__ __forceinline__ double store(double sum, double scale) { return __dmul_rn(sum, scale); }
-};
-
-// Half and bfloat16: the quotient is rounded to the tensor dtype (the reference
-// stores it), summed in float, the sum rounded to the dtype, scaled in float and
-// rounded again.
-template <typename T> struct Arith16 {
-  using acc_t = float;
-  using op_t = float;
-  static __device__ __forceinline__ float quotient(T y, float inv) {
-    return to_float(round_to<T>(__fmul_rn(to_float(y), inv)));
-  }
-  static __device__ __forceinline__ T store(float sum, float scale) {
-    return round_to<T>(__fmul_rn(to_float(round_to<T>(sum)), scale));
-  }
-};
-template <> struct Arith<__half> : Arith16<__half> {};
-template <> struct Arith<__nv_bfloat16> : Arith16<__nv_bfloat16> {};
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
-
-// ---------------------------------------------------------------------------
-// The reference's launch configuration (Reduce.cuh: setReduceConfig).
-// ---------------------------------------------------------------------------
-struct Plan {
-  int64_t rows = 0;
-  int64_t cols = 0;
-  bool vectorized = false;
-  int bx = 1;             // block_width
-  int by = 1;             // block_height
-  bool split_y = false;   // the row is split across warps (else each warp owns a row)
-  int ctas = 1;           // blocks per row (global reduction when > 1)
-  int step = 1;           // logical threads per row (config.step_input)
-};
-
-int last_pow2(int n) {
-  n |= (n >> 1);
-  n |= (n >> 2);
-  n |= (n >> 4);
-  n |= (n >> 8);
-  n |= (n >> 16);
-  return std::max(1, n - (n >> 1));
-}
-
-Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, const DeviceShape& prop) {
-  Plan p;
-  p.rows = rows;
-  p.cols = cols;
-  int64_t dim0 = cols, dim1 = rows;
-  p.vectorized = kOrder.vectorize_from_128_inclusive ? dim0 >= 128 : dim0 > 128;
-  if (p.vectorized) dim0 /= input_vec_size;
-
-  const int dim0_pow2 = dim0 < kMaxThreads ? last_pow2(static_cast<int>(dim0)) : kMaxThreads;
-  const int dim1_pow2 = dim1 < kMaxThreads ? last_pow2(static_cast<int>(dim1)) : kMaxThreads;
-  p.bx = std::min(dim0_pow2, kWarp);
-  p.by = std::min(dim1_pow2, kMaxThreads / p.bx);
-  p.bx = std::min(dim0_pow2, kMaxThreads / p.by);
-
-  int64_t step_input = p.bx;
-  int64_t step_output = 1;
-  const auto values_per_thread = [&] { return div_up(cols, step_input); };
-  const int64_t warp_split_threshold = std::min<int64_t>(p.by * 16, 256);
-  if (values_per_thread() >= warp_split_threshold) {
-    p.split_y = true;
-    step_input *= p.by;
-  } else {
-    step_output = p.by;
-  }
-
-  const int blocks_per_sm = prop.max_threads_per_multiprocessor / (p.bx * p.by);
-  const int64_t target_grid_size = int64_t(prop.multiprocessors) * blocks_per_sm;
-  const int64_t grid = div_up(rows, step_output);
-  if (p.split_y && values_per_thread() >= 256 && grid <= target_grid_size) {
-    const int64_t c1 = div_up(target_grid_size, grid);
-    const int64_t c2 = div_up(values_per_thread(), 16);
-    const int64_t c3 = div_up(values_per_thread(), 256);
-    p.ctas = static_cast<int>(std::max(std::min(c1, c2), c3));
-    if (p.ctas > 1) step_input *= p.ctas;
-  }
-  p.step = static_cast<int>(step_input);
-  return p;
-}
-
-// ---------------------------------------------------------------------------
-// Device code.
-// ---------------------------------------------------------------------------
-template <typename scalar_t>
-struct Args {
-  using acc_t = typename Arith<scalar_t>::acc_t;
-  using op_t = typename Arith<scalar_t>::op_t;
-  const scalar_t* __restrict__ y;
-  int64_t row_stride;
-  int64_t col_stride;
-  scalar_t* __restrict__ out;
-  int64_t out_stride;
-  acc_t* __restrict__ partials;  // [rows][ctas] when ctas > 1
-  int64_t rows;
-  int64_t cols;
-  int step;
-  int ctas;
-  int by_logical;  // warps per row in the reference block (by when split, else 1)
-  op_t inv;        // 1 / divisor in the op math type, as the reference's host code computes it
-  op_t scale;
-};
-
-// The reference's warp shuffle tree, on lanes [0, width); the result is in lane 0.
-// Blocks of fewer than 32 threads (tiny rows) shuffle among the threads they have.
-__device__ __forceinline__ unsigned block_warp_mask() {
-  const unsigned n = blockDim.x * blockDim.y;
-  return n >= 32 ? 0xffffffffu : (1u << n) - 1u;
-}
-
-template <typename acc_t>
-__device__ __forceinline__ acc_t shuffle_tree(acc_t v, int width) {
-  const unsigned mask = block_warp_mask();
-  if (kOrder.shuffle_descending) {
-    for (int offset = width >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(mask, v, offset);
-  } else {
-    for (int offset = 1; offset < width; offset <<= 1) v = v + __shfl_down_sync(mask, v, offset);
-  }
-  return v;
-}
-
-// block_x_reduce for a logical block `bx` lanes wide (any power of two up to 512):
-// shared-memory halving down to one warp, then the shuffle tree. `slot` holds
-// this thread's value at index lane; returns the row of lanes' total in lane 0.
-template <typename acc_t>
-__device__ acc_t lane_tree(acc_t v, int bx, int lane, acc_t* slot_row) {
-  if (bx > kWarp) {
-    slot_row[lane] = v;
-    for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
-      __syncthreads();
-      if (lane < offset) {
-        v = v + slot_row[lane + offset];
-        slot_row[lane] = v;
-      }
+const TailSwitches& tail_switches() {
+  static const TailSwitches switches = [] {
+    TailSwitches s;
+    if (const char* path = std::getenv("KB14_TAIL_PATH")) s.general_only = std::strcmp(path, "general") == 0;
+    if (const char* lpp = std::getenv("KB14_LOGICAL_PER_THREAD")) {
+      const int n = std::atoi(lpp);
+      if (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) s.logical_per_thread = n;
     }
-    __syncthreads();
-    return shuffle_tree(v, kWarp);
-  }
-  return shuffle_tree(v, bx);
-}
-
-// block_y_reduce: halving over the warps' totals W[0..n), in place; result in W[0].
-// Run by one warp, lane i owning W[i] (n <= 32 always: see plan_reference_sum).
-template <typename acc_t>
-__device__ __forceinline__ acc_t warp_tree(acc_t v, int n) {
-  for (int offset = n >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-template <typename scalar_t>
-__device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t* row, int64_t col_stride,
-                                                                  int64_t e, typename Args<scalar_t>::op_t inv) {
-  return Arith<scalar_t>::quotient(row[e * col_stride], inv);
-}
-
-// Leaves of the vectorised path (input_vectorized_thread_reduce_impl) for G logical
-// threads this physical thread plays, logical ids t[0] < t[1] < ... All of a
-// batch's loads are issued before any is consumed; each accumulator receives its
-// elements in the reference's order. In-row offsets fit in 32 bits: the fused path
-// only takes tensors of fewer than 2^31 bytes.
-template <typename scalar_t, int V, int G, int U, bool kVectorLoads>
-__device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int shift,
-                                                  const int (&t)[G], int lane, bool owns_edges,
-                                                  typename Args<scalar_t>::acc_t (&leaf)[G]) {
-  using acc_t = typename Args<scalar_t>::acc_t;
-  const int cols = static_cast<int>(a.cols);
-  int end = cols, base = 0;
-  acc_t acc[G][V];
-#pragma unroll
-  for (int j = 0; j < G; ++j)
-#pragma unroll
-    for (int i = 0; i < V; ++i) acc[j][i] = acc_t(0);
-  if (shift > 0) {
-    if (owns_edges && lane >= shift && lane < V) acc[0][0] = acc_t(0) + element(row, a.col_stride, lane - shift, a.inv);
-    end = cols + shift - V;
-    base = V - shift;
-  }
-  const int nvec = end / V;
-  const int step = a.step;
-  const scalar_t* vbase = row + base * a.col_stride;
-
-  for (int k0 = 0; t[0] + k0 * step < nvec; k0 += U) {
-    Vec<scalar_t, V> buf[G][U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-#pragma unroll
-      for (int j = 0; j < G; ++j) {
-        const int idx = t[j] + (k0 + u) * step;
-        if (idx < nvec) {
-          if constexpr (kVectorLoads) {
-            buf[j][u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
-          } else {
-#pragma unroll
-            for (int i = 0; i < V; ++i) buf[j][u].v[i] = vbase[int64_t(idx * V + i) * a.col_stride];
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-#pragma unroll
-      for (int j = 0; j < G; ++j) {
-        if (t[j] + (k0 + u) * step < nvec) {
-#pragma unroll
-          for (int i = 0; i < V; ++i) acc[j][i] = acc[j][i] + Arith<scalar_t>::quotient(buf[j][u].v[i], a.inv);
-        }
-      }
-    }
-  }
-  if (owns_edges) {
-    const int e = end - end % V + lane;
-    if (e < end) acc[0][0] = acc[0][0] + element(vbase, a.col_stride, e, a.inv);
-  }
-#pragma unroll
-  for (int j = 0; j < G; ++j) {
-    acc_t v = acc[j][0];
-#pragma unroll
-    for (int i = 1; i < V; ++i) v = v + acc[j][i];
-    leaf[j] = v;
-  }
-}
-
-// Leaves of the scalar path (thread_reduce_impl, vt0 accumulators): logical thread
-// t's m-th element, t + m * step, goes to accumulator m % vt0.
-template <typename scalar_t, int G>
-__device__ void scalar_leaves(const Args<scalar_t>& a, const scalar_t* row, const int (&t)[G],
-                              typename Args<scalar_t>::acc_t (&leaf)[G]) {
-  using acc_t = typename Args<scalar_t>::acc_t;
-#pragma unroll
-  for (int j = 0; j < G; ++j) {
-    acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
-    int64_t e = t[j];
-    for (int m = 0; e < a.cols; ++m, e += a.step) {
-      const acc_t v = element(row, a.col_stride, e, a.inv);
-      switch (m & 3) {
-        case 0: acc[0] = acc[0] + v; break;
-        case 1: acc[1] = acc[1] + v; break;
-        case 2: acc[2] = acc[2] + v; break;
-        default: acc[3] = acc[3] + v; break;
-      }
-    }
-    leaf[j] = ((acc[0] + acc[1]) + acc[2]) + acc[3];
-  }
-}
-
-// Leaves for G logical threads, by the path the reference takes for this row.
-template <typename scalar_t, int V, int G, int U>
-__device__ __forceinline__ void row_leaves(const Args<scalar_t>& a, bool vectorized, const scalar_t* row, int64_t r,
-                                           const int (&t)[G], int lane, bool owns_edges,
-                                           typename Args<scalar_t>::acc_t (&leaf)[G]) {
-  if (!vectorized) {
-    scalar_leaves<scalar_t, G>(a, row, t, leaf);
-    return;
-  }
-  // The reference's quotient is a fresh, aligned tensor: row r starts r * cols
-  // elements in, so its misalignment is (r * cols) mod V.
-  const int shift = static_cast<int>((r * a.cols) % V);
-  const int base = shift > 0 ? V - shift : 0;
-  const bool aligned = a.col_stride == 1 && reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
-  if (aligned) {
-    vectorized_leaves<scalar_t, V, G, U, true>(a, row, shift, t, lane, owns_edges, leaf);
-  } else {
-    vectorized_leaves<scalar_t, V, G, U, false>(a, row, shift, t, lane, owns_edges, leaf);
-  }
-}
-
-// Rows split across warps (and possibly blocks): one physical block per (row, c).
-// Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP,
-// G of them at a time.
-template <typename scalar_t, int V, int LPP, int U>
-// With one logical thread per physical thread, 40 registers fit three 512-thread
-// blocks per SM (double needs more and keeps two).
-__global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1) split_row_kernel(Args<scalar_t> a, bool vectorized) {
-  using acc_t = typename Args<scalar_t>::acc_t;
-  constexpr int G = LPP < 4 ? LPP : 4;
-  __shared__ acc_t smem[kMaxThreads];
-  __shared__ acc_t warp_totals[kWarp];
-  const int bx = blockDim.x;
-  const int x = threadIdx.x, yp = threadIdx.y;
-  const int64_t r = blockIdx.x;
-  const int c = blockIdx.y;
-  const int by = a.by_logical;
-  const scalar_t* row = a.y + r * a.row_stride;
-
-  acc_t leaf[LPP];
-#pragma unroll
-  for (int j0 = 0; j0 < LPP; j0 += G) {
-    int t[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) t[g] = x + bx * (yp + (j0 + g) * blockDim.y) + bx * by * c;
-    acc_t part[G];
-    row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
-#pragma unroll
-    for (int g = 0; g < G; ++g) leaf[j0 + g] = part[g];
-  }
-
-  acc_t total;
-  if constexpr (kOrder.lanes_before_warps) {
-#pragma unroll
-    for (int j = 0; j < LPP; ++j) {
-      const acc_t w = lane_tree(leaf[j], bx, x, smem + yp * bx);
-      if (x == 0) warp_totals[yp + j * blockDim.y] = w;
-    }
-    __syncthreads();
-    if (yp != 0 || x >= kWarp) return;
-    total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
-  } else {
-    // Warps first: for each lane, the halving tree over the warps, then the lanes.
-    acc_t* grid_smem = smem;
-#pragma unroll
-    for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * blockDim.y) * bx + x] = leaf[j];
-    __syncthreads();
-    if (yp != 0) return;
-    for (int lane = x; lane < bx; lane += kWarp) {
-      for (int offset = by >> 1; offset > 0; offset >>= 1)
-        for (int w = 0; w < offset; ++w) grid_smem[w * bx + lane] = grid_smem[w * bx + lane] + grid_smem[(w + offset) * bx + lane];
-    }
-    __syncwarp();
-    if (bx > kWarp) {
-      for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
-        for (int lane = x; lane < offset; lane += kWarp) grid_smem[lane] = grid_smem[lane] + grid_smem[lane + offset];
-        __syncwarp();
-      }
-    }
-    if (x >= kWarp) return;
-    total = shuffle_tree(x < bx ? grid_smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
-  }
-  if (x != 0) return;
-  if (a.ctas > 1) {
-    a.partials[r * a.ctas + c] = total;
-  } else {
-    a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-  }
-}
-
-// The reference's global_reduce, run once per row after all of its blocks: logical
-// thread (x, y) of the last block starts from 0 and adds the staged block totals
-// x + bx * y, then + bx * by, ...; then the warp tree, then the lane tree.
-template <typename scalar_t>
-__global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar_t> a) {
-  using acc_t = typename Args<scalar_t>::acc_t;
-  __shared__ acc_t smem[kMaxThreads];
-  const int bx = blockDim.x, by = blockDim.y;
-  const int x = threadIdx.x, y = threadIdx.y;
-  const int64_t r = blockIdx.x;
-  const acc_t* staged = a.partials + r * a.ctas;
-  acc_t v = acc_t(0);
-  for (int o = x + bx * y; o < a.ctas; o += bx * by) v = v + staged[o];
-  smem[y * bx + x] = v;
-  for (int offset = by >> 1; offset > 0; offset >>= 1) {
-    __syncthreads();
-    if (y < offset) {
-      v = v + smem[(y + offset) * bx + x];
-      smem[y * bx + x] = v;
-    }
-  }
-  __syncthreads();
-  // block_x_reduce on the warps' row (row 0), possibly wider than a warp.
-  for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
-    if (y == 0 && x < offset) {
-      v = v + smem[x + offset];
-      smem[x] = v;
-    }
-    __syncthreads();
-  }
-  if (y != 0) return;
-  if (x >= kWarp) return;
-  const acc_t total = shuffle_tree(v, bx < kWarp ? bx : kWarp);
-  if (x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-}
-
-// Rows owned by one warp each (the reference's output split across warps); the
-// "warp" is bx lanes wide and may span several hardware warps when rows are few.
-template <typename scalar_t, int V, int U>
-__global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a, bool vectorized) {
-  using acc_t = typename Args<scalar_t>::acc_t;
-  __shared__ acc_t lanes_smem[kMaxThreads];
-  const int bx = blockDim.x;
-  const int x = threadIdx.x;
-  const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
-  const bool live = r < a.rows;
-  const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
-  const int t[1] = {x};
-  acc_t leaf[1] = {acc_t(0)};
-  if (live) row_leaves<scalar_t, V, 1, U>(a, vectorized, row, r, t, x, true, leaf);
-  const acc_t total = lane_tree(leaf[0], bx, x, lanes_smem + threadIdx.y * bx);
-  if (live && x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-}
-
-// ---------------------------------------------------------------------------
-// Host side.
-// ---------------------------------------------------------------------------
-// Logical threads each physical thread plays on the split-row path. One (the
-// reference's own block shape, with all of a thread's loads issued together) was
-// fastest on an H200 at every size measured (results/cuda_evidence.md);
-// KB14_LOGICAL_PER_THREAD=2|4|8|16 selects the others for such comparisons.
-int logical_per_physical(const Plan& p) {
-  if (const char* forced = std::getenv("KB14_LOGICAL_PER_THREAD")) {
-    const int lpp = std::atoi(forced);
-    if ((lpp == 1 || lpp == 2 || lpp == 4 || lpp == 8 || lpp == 16) && p.by % lpp == 0) return lpp;
-  }
-  return 1;
-}
-
-template <typename scalar_t, int V>
-void launch(const Plan& p, Args<scalar_t> a, cudaStream_t stream) {
-  constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
-  if (p.split_y) {
-    const int lpp = logical_per_physical(p);
-    const dim3 block(p.bx, p.by / lpp);
-    const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
-    switch (lpp) {
-      case 16: split_row_kernel<scalar_t, V, 16, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      case 8: split_row_kernel<scalar_t, V, 8, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      case 4: split_row_kernel<scalar_t, V, 4, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      case 2: split_row_kernel<scalar_t, V, 2, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      default: split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-    }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (p.ctas > 1) {
-      combine_blocks_kernel<scalar_t><<<static_cast<unsigned>(p.rows), dim3(p.bx, p.by), 0, stream>>>(a);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-  } else {
-    const dim3 block(p.bx, p.by);
-    const dim3 grid(static_cast<unsigned>(div_up(p.rows, p.by)));
-    warp_row_kernel<scalar_t, V, U><<<grid, block, 0, stream>>>(a, p.vectorized);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+    return s;
+  }();
+  return switches;
 }
 
 template <typename scalar_t>
@@ -518,7 +51,8 @@ void div_sum_scale_typed(const at::Tensor& y, double divisor, double scale, at::
   using op_t = typename Arith<cuda_t>::op_t;
   using acc_t = typename Arith<cuda_t>::acc_t;
   const DeviceShape prop = device_shape(y.get_device());
-  const Plan p = plan_reference_sum(y.size(0), y.size(1), kInputVec<cuda_t>, prop);
+  constexpr int V = kInputVec<cuda_t>;
+  const Plan p = tail::plan_reference_sum(y.size(0), y.size(1), V, prop);
 
   Args<cuda_t> a;
   a.y = reinterpret_cast<const cuda_t*>(y.const_data_ptr<scalar_t>());
@@ -541,7 +75,17 @@ void div_sum_scale_typed(const at::Tensor& y, double divisor, double scale, at::
   } else {
     a.partials = nullptr;
   }
-  launch<cuda_t, kInputVec<cuda_t>>(p, a, c10::cuda::getCurrentCUDAStream());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const TailSwitches& switches = tail_switches();
+  if constexpr (sizeof(cuda_t) < 8) {  // the lean path is for float, half and bfloat16
+    if (!switches.general_only && tail::lean_path_applies<cuda_t, V>(p, a)) {
+      const cudaError_t err = tail::launch_lean<cuda_t, V>(a, prop, tail::LeanOptions{}, stream);
+      C10_CUDA_CHECK(err);
+      return;
+    }
+  }
+  const cudaError_t err = tail::launch_general<cuda_t, V>(p, a, switches.logical_per_thread, stream);
+  C10_CUDA_CHECK(err);
 }
 
 // Shapes whose reduction torch splits into several 32-bit-indexed launches

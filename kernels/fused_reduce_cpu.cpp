@@ -31,12 +31,12 @@
 namespace kb14 {
 
 void check_div_sum_scale_inputs(const at::Tensor& y) {
-  TORCH_CHECK(y.dim() == 2, "div_sum_scale: y must be 2-D (rows, columns), got ", y.dim(),
+  KB14_CHECK(y.dim() == 2, "div_sum_scale: y must be 2-D (rows, columns), got ", y.dim(),
               "-D with shape ", y.sizes());
   const auto dt = y.scalar_type();
-  TORCH_CHECK(is_float_dtype(dt),
+  KB14_CHECK(is_float_dtype(dt),
               "div_sum_scale: y must be float32, float64, float16 or bfloat16, got ", dt);
-  TORCH_CHECK(y.layout() == at::kStrided, "div_sum_scale: y must be a dense (strided) tensor, got layout ",
+  KB14_CHECK(y.layout() == at::kStrided, "div_sum_scale: y must be a dense (strided) tensor, got layout ",
               y.layout());
 }
 

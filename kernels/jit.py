@@ -36,8 +36,8 @@ import torch
 from torch.utils import cpp_extension
 
 SOURCE_DIR = Path(__file__).resolve().parent
-CPU_SOURCES = ("div_sum_scale.h", "fused_reduce_cpu.cpp", "colsum.cpp")
-CUDA_SOURCES = ("cuda_common.cuh", "fused_reduce.cu", "colsum.cu")
+CPU_SOURCES = ("error_message.h", "div_sum_scale.h", "fused_reduce_cpu.cpp", "colsum.cpp")
+CUDA_SOURCES = ("device_math.cuh", "tail_kernels.cuh", "cuda_common.cuh", "fused_reduce.cu", "colsum.cu")
 LIBRARY = "kb14"
 
 

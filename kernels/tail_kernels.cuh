@@ -1,0 +1,835 @@
+// The tail's kernels, `torch.sum(y / d, 1, keepdim=True) * s` in one pass over y with
+// the reference's bits, and their launch plans. No torch headers: fused_reduce.cu is
+// the op around them (checks, allocation, stream), and scripts/ can build these alone.
+//
+// The reference runs three kernels: the true-divide (a multiply by the reciprocal
+// 1/d computed on the host, since d is a CPU scalar), ATen's reduction
+// (Reduce.cuh), and the multiply by s. Its sum's order is fixed by the launch
+// configuration Reduce.cuh picks for the shape and the GPU: which elements each
+// *logical* thread (lane x, warp y, block c) accumulates into its per-thread
+// accumulators, then the tree across lanes, across warps and across blocks.
+// `plan_reference_sum` recomputes that configuration; the device code performs
+// those additions in that order. How the work is laid out on the chip is ours.
+#pragma once
+
+#include "device_math.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#ifndef KB14_TORCH_VERSION
+#error "KB14_TORCH_VERSION (major * 100 + minor of the torch that is matched) must be defined"
+#endif
+
+namespace kb14 {
+namespace tail {
+
+// ---------------------------------------------------------------------------
+// What changed in Reduce.cuh / ReduceSumProdKernel.cu between releases.
+// ---------------------------------------------------------------------------
+struct ReleaseOrder {
+  // ReduceOp::run reduces across lanes (block_x_reduce) before warps
+  // (block_y_reduce); before 2.10 it was warps first.
+  bool lanes_before_warps;
+  // block_x_reduce's shuffle offsets: dim_x/2 down to 1 (2.10+) or 1 up to dim_x/2.
+  bool shuffle_descending;
+  // "vectorize along input" when the row has >= 128 elements (2.10+) or > 128.
+  bool vectorize_from_128_inclusive;
+  // input_vec_size for 2-byte types: 8 where sum_functor asks for it, else vt0 = 4.
+  bool wide_vectors_for_16bit;
+};
+
+constexpr ReleaseOrder kOrder{
+    /*lanes_before_warps=*/KB14_TORCH_VERSION >= 210,
+    /*shuffle_descending=*/KB14_TORCH_VERSION >= 210,
+    /*vectorize_from_128_inclusive=*/KB14_TORCH_VERSION >= 210,
+    /*wide_vectors_for_16bit=*/KB14_TORCH_VERSION >= 210,
+};
+
+// input_vec_size (and the alignment unit) of the vectorised path for a type.
+template <typename T>
+constexpr int kInputVec = (sizeof(T) == 2 && kOrder.wide_vectors_for_16bit) ? 8 : 4;
+
+constexpr int kWarp = 32;
+constexpr int kMaxThreads = 512;  // Reduce.cuh's MAX_NUM_THREADS for real types
+constexpr int kVt0 = 4;           // accumulators per thread on the non-vectorised path
+
+// ---------------------------------------------------------------------------
+// Element arithmetic: the reference's quotient, sum accumulation and scale.
+// ---------------------------------------------------------------------------
+template <typename T> struct Arith;
+
+template <> struct Arith<float> {
+  using acc_t = float;
+  using op_t = float;
+  static __device__ __forceinline__ float quotient(float y, float inv) { return __fmul_rn(y, inv); }
+  static __device__ __forceinline__ float store(float sum, float scale) { return __fmul_rn(sum, scale); }
+};
+
+template <> struct Arith<double> {
+  using acc_t = double;
+  using op_t = double;
+  static __device__ __forceinline__ double quotient(double y, double inv) { return __dmul_rn(y, inv); }
+  static __device__ __forceinline__ double store(double sum, double scale) { return __dmul_rn(sum, scale); }
+};
+
+// Half and bfloat16: the quotient is rounded to the tensor dtype (the reference
+// stores it), summed in float, the sum rounded to the dtype, scaled in float and
+// rounded again.
+template <typename T> struct Arith16 {
+  using acc_t = float;
+  using op_t = float;
+  static __device__ __forceinline__ float quotient(T y, float inv) {
+    return to_float(round_to<T>(__fmul_rn(to_float(y), inv)));
+  }
+  static __device__ __forceinline__ T store(float sum, float scale) {
+    return round_to<T>(__fmul_rn(to_float(round_to<T>(sum)), scale));
+  }
+};
+template <> struct Arith<__half> : Arith16<__half> {};
+template <> struct Arith<__nv_bfloat16> : Arith16<__nv_bfloat16> {};
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// ---------------------------------------------------------------------------
+// The reference's launch configuration (Reduce.cuh: setReduceConfig).
+// ---------------------------------------------------------------------------
+struct Plan {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  bool vectorized = false;
+  int bx = 1;             // block_width
+  int by = 1;             // block_height
+  bool split_y = false;   // the row is split across warps (else each warp owns a row)
+  int ctas = 1;           // blocks per row (global reduction when > 1)
+  int step = 1;           // logical threads per row (config.step_input)
+};
+
+inline int last_pow2(int n) {
+  n |= (n >> 1);
+  n |= (n >> 2);
+  n |= (n >> 4);
+  n |= (n >> 8);
+  n |= (n >> 16);
+  return std::max(1, n - (n >> 1));
+}
+
+inline Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, const DeviceShape& prop) {
+  Plan p;
+  p.rows = rows;
+  p.cols = cols;
+  int64_t dim0 = cols, dim1 = rows;
+  p.vectorized = kOrder.vectorize_from_128_inclusive ? dim0 >= 128 : dim0 > 128;
+  if (p.vectorized) dim0 /= input_vec_size;
+
+  const int dim0_pow2 = dim0 < kMaxThreads ? last_pow2(static_cast<int>(dim0)) : kMaxThreads;
+  const int dim1_pow2 = dim1 < kMaxThreads ? last_pow2(static_cast<int>(dim1)) : kMaxThreads;
+  p.bx = std::min(dim0_pow2, kWarp);
+  p.by = std::min(dim1_pow2, kMaxThreads / p.bx);
+  p.bx = std::min(dim0_pow2, kMaxThreads / p.by);
+
+  int64_t step_input = p.bx;
+  int64_t step_output = 1;
+  const auto values_per_thread = [&] { return ceil_div(cols, step_input); };
+  const int64_t warp_split_threshold = std::min<int64_t>(p.by * 16, 256);
+  if (values_per_thread() >= warp_split_threshold) {
+    p.split_y = true;
+    step_input *= p.by;
+  } else {
+    step_output = p.by;
+  }
+
+  const int blocks_per_sm = prop.max_threads_per_multiprocessor / (p.bx * p.by);
+  const int64_t target_grid_size = int64_t(prop.multiprocessors) * blocks_per_sm;
+  const int64_t grid = ceil_div(rows, step_output);
+  if (p.split_y && values_per_thread() >= 256 && grid <= target_grid_size) {
+    const int64_t c1 = ceil_div(target_grid_size, grid);
+    const int64_t c2 = ceil_div(values_per_thread(), 16);
+    const int64_t c3 = ceil_div(values_per_thread(), 256);
+    p.ctas = static_cast<int>(std::max(std::min(c1, c2), c3));
+    if (p.ctas > 1) step_input *= p.ctas;
+  }
+  p.step = static_cast<int>(step_input);
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// Device code.
+// ---------------------------------------------------------------------------
+template <typename scalar_t>
+struct Args {
+  using acc_t = typename Arith<scalar_t>::acc_t;
+  using op_t = typename Arith<scalar_t>::op_t;
+  const scalar_t* __restrict__ y;
+  int64_t row_stride;
+  int64_t col_stride;
+  scalar_t* __restrict__ out;
+  int64_t out_stride;
+  acc_t* __restrict__ partials;  // [rows][ctas] when ctas > 1
+  int64_t rows;
+  int64_t cols;
+  int step;
+  int ctas;
+  int by_logical;  // warps per row in the reference block (by when split, else 1)
+  op_t inv;        // 1 / divisor in the op math type, as the reference's host code computes it
+  op_t scale;
+};
+
+// The reference's warp shuffle tree, on lanes [0, width); the result is in lane 0.
+// Blocks of fewer than 32 threads (tiny rows) shuffle among the threads they have.
+__device__ __forceinline__ unsigned block_warp_mask() {
+  const unsigned n = blockDim.x * blockDim.y;
+  return n >= 32 ? 0xffffffffu : (1u << n) - 1u;
+}
+
+template <typename acc_t>
+__device__ __forceinline__ acc_t shuffle_tree(acc_t v, int width) {
+  const unsigned mask = block_warp_mask();
+  if (kOrder.shuffle_descending) {
+    for (int offset = width >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(mask, v, offset);
+  } else {
+    for (int offset = 1; offset < width; offset <<= 1) v = v + __shfl_down_sync(mask, v, offset);
+  }
+  return v;
+}
+
+// block_x_reduce for a logical block `bx` lanes wide (any power of two up to 512):
+// shared-memory halving down to one warp, then the shuffle tree. `slot` holds
+// this thread's value at index lane; returns the row of lanes' total in lane 0.
+template <typename acc_t>
+__device__ acc_t lane_tree(acc_t v, int bx, int lane, acc_t* slot_row) {
+  if (bx > kWarp) {
+    slot_row[lane] = v;
+    for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
+      __syncthreads();
+      if (lane < offset) {
+        v = v + slot_row[lane + offset];
+        slot_row[lane] = v;
+      }
+    }
+    __syncthreads();
+    return shuffle_tree(v, kWarp);
+  }
+  return shuffle_tree(v, bx);
+}
+
+// block_y_reduce: halving over the warps' totals W[0..n), in place; result in W[0].
+// Run by one warp, lane i owning W[i] (n <= 32 always: see plan_reference_sum).
+template <typename acc_t>
+__device__ __forceinline__ acc_t warp_tree(acc_t v, int n) {
+  for (int offset = n >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+template <typename scalar_t>
+__device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t* row, int64_t col_stride,
+                                                                  int64_t e, typename Args<scalar_t>::op_t inv) {
+  return Arith<scalar_t>::quotient(row[e * col_stride], inv);
+}
+
+// Leaves of the vectorised path (input_vectorized_thread_reduce_impl) for G logical
+// threads this physical thread plays, logical ids t[0] < t[1] < ... All of a
+// batch's loads are issued before any is consumed; each accumulator receives its
+// elements in the reference's order. In-row offsets fit in 32 bits: the fused path
+// only takes tensors of fewer than 2^31 bytes.
+template <typename scalar_t, int V, int G, int U, bool kVectorLoads>
+__device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int shift,
+                                                  const int (&t)[G], int lane, bool owns_edges,
+                                                  typename Args<scalar_t>::acc_t (&leaf)[G]) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  const int cols = static_cast<int>(a.cols);
+  int end = cols, base = 0;
+  acc_t acc[G][V];
+#pragma unroll
+  for (int j = 0; j < G; ++j)
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[j][i] = acc_t(0);
+  if (shift > 0) {
+    if (owns_edges && lane >= shift && lane < V) acc[0][0] = acc_t(0) + element(row, a.col_stride, lane - shift, a.inv);
+    end = cols + shift - V;
+    base = V - shift;
+  }
+  const int nvec = end / V;
+  const int step = a.step;
+  const scalar_t* vbase = row + base * a.col_stride;
+
+  for (int k0 = 0; t[0] + k0 * step < nvec; k0 += U) {
+    Vec<scalar_t, V> buf[G][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int j = 0; j < G; ++j) {
+        const int idx = t[j] + (k0 + u) * step;
+        if (idx < nvec) {
+          if constexpr (kVectorLoads) {
+            buf[j][u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
+          } else {
+#pragma unroll
+            for (int i = 0; i < V; ++i) buf[j][u].v[i] = vbase[int64_t(idx * V + i) * a.col_stride];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+#pragma unroll
+      for (int j = 0; j < G; ++j) {
+        if (t[j] + (k0 + u) * step < nvec) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) acc[j][i] = acc[j][i] + Arith<scalar_t>::quotient(buf[j][u].v[i], a.inv);
+        }
+      }
+    }
+  }
+  if (owns_edges) {
+    const int e = end - end % V + lane;
+    if (e < end) acc[0][0] = acc[0][0] + element(vbase, a.col_stride, e, a.inv);
+  }
+#pragma unroll
+  for (int j = 0; j < G; ++j) {
+    acc_t v = acc[j][0];
+#pragma unroll
+    for (int i = 1; i < V; ++i) v = v + acc[j][i];
+    leaf[j] = v;
+  }
+}
+
+// Leaves of the scalar path (thread_reduce_impl, vt0 accumulators): logical thread
+// t's m-th element, t + m * step, goes to accumulator m % vt0.
+template <typename scalar_t, int G>
+__device__ void scalar_leaves(const Args<scalar_t>& a, const scalar_t* row, const int (&t)[G],
+                              typename Args<scalar_t>::acc_t (&leaf)[G]) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+#pragma unroll
+  for (int j = 0; j < G; ++j) {
+    acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
+    int64_t e = t[j];
+    for (int m = 0; e < a.cols; ++m, e += a.step) {
+      const acc_t v = element(row, a.col_stride, e, a.inv);
+      switch (m & 3) {
+        case 0: acc[0] = acc[0] + v; break;
+        case 1: acc[1] = acc[1] + v; break;
+        case 2: acc[2] = acc[2] + v; break;
+        default: acc[3] = acc[3] + v; break;
+      }
+    }
+    leaf[j] = ((acc[0] + acc[1]) + acc[2]) + acc[3];
+  }
+}
+
+// Leaves for G logical threads, by the path the reference takes for this row.
+template <typename scalar_t, int V, int G, int U>
+__device__ __forceinline__ void row_leaves(const Args<scalar_t>& a, bool vectorized, const scalar_t* row, int64_t r,
+                                           const int (&t)[G], int lane, bool owns_edges,
+                                           typename Args<scalar_t>::acc_t (&leaf)[G]) {
+  if (!vectorized) {
+    scalar_leaves<scalar_t, G>(a, row, t, leaf);
+    return;
+  }
+  // The reference's quotient is a fresh, aligned tensor: row r starts r * cols
+  // elements in, so its misalignment is (r * cols) mod V.
+  const int shift = static_cast<int>((r * a.cols) % V);
+  const int base = shift > 0 ? V - shift : 0;
+  const bool aligned = a.col_stride == 1 && reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
+  if (aligned) {
+    vectorized_leaves<scalar_t, V, G, U, true>(a, row, shift, t, lane, owns_edges, leaf);
+  } else {
+    vectorized_leaves<scalar_t, V, G, U, false>(a, row, shift, t, lane, owns_edges, leaf);
+  }
+}
+
+// Rows split across warps (and possibly blocks): one physical block per (row, c).
+// Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP,
+// G of them at a time.
+template <typename scalar_t, int V, int LPP, int U>
+// With one logical thread per physical thread, 40 registers fit three 512-thread
+// blocks per SM (double needs more and keeps two).
+__global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1) split_row_kernel(Args<scalar_t> a, bool vectorized) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  constexpr int G = LPP < 4 ? LPP : 4;
+  __shared__ acc_t smem[kMaxThreads];
+  __shared__ acc_t warp_totals[kWarp];
+  const int bx = blockDim.x;
+  const int x = threadIdx.x, yp = threadIdx.y;
+  const int64_t r = blockIdx.x;
+  const int c = blockIdx.y;
+  const int by = a.by_logical;
+  const scalar_t* row = a.y + r * a.row_stride;
+
+  acc_t leaf[LPP];
+#pragma unroll
+  for (int j0 = 0; j0 < LPP; j0 += G) {
+    int t[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) t[g] = x + bx * (yp + (j0 + g) * blockDim.y) + bx * by * c;
+    acc_t part[G];
+    row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
+#pragma unroll
+    for (int g = 0; g < G; ++g) leaf[j0 + g] = part[g];
+  }
+
+  acc_t total;
+  if constexpr (kOrder.lanes_before_warps) {
+#pragma unroll
+    for (int j = 0; j < LPP; ++j) {
+      const acc_t w = lane_tree(leaf[j], bx, x, smem + yp * bx);
+      if (x == 0) warp_totals[yp + j * blockDim.y] = w;
+    }
+    __syncthreads();
+    if (yp != 0 || x >= kWarp) return;
+    total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
+  } else {
+    // Warps first: for each lane, the halving tree over the warps, then the lanes.
+    acc_t* grid_smem = smem;
+#pragma unroll
+    for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * blockDim.y) * bx + x] = leaf[j];
+    __syncthreads();
+    if (yp != 0) return;
+    for (int lane = x; lane < bx; lane += kWarp) {
+      for (int offset = by >> 1; offset > 0; offset >>= 1)
+        for (int w = 0; w < offset; ++w) grid_smem[w * bx + lane] = grid_smem[w * bx + lane] + grid_smem[(w + offset) * bx + lane];
+    }
+    __syncwarp();
+    if (bx > kWarp) {
+      for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
+        for (int lane = x; lane < offset; lane += kWarp) grid_smem[lane] = grid_smem[lane] + grid_smem[lane + offset];
+        __syncwarp();
+      }
+    }
+    if (x >= kWarp) return;
+    total = shuffle_tree(x < bx ? grid_smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
+  }
+  if (x != 0) return;
+  if (a.ctas > 1) {
+    a.partials[r * a.ctas + c] = total;
+  } else {
+    a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+  }
+}
+
+// The reference's global_reduce, run once per row after all of its blocks: logical
+// thread (x, y) of the last block starts from 0 and adds the staged block totals
+// x + bx * y, then + bx * by, ...; then the warp tree, then the lane tree.
+template <typename scalar_t>
+__global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar_t> a) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  __shared__ acc_t smem[kMaxThreads];
+  const int bx = blockDim.x, by = blockDim.y;
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int64_t r = blockIdx.x;
+  const acc_t* staged = a.partials + r * a.ctas;
+  acc_t v = acc_t(0);
+  for (int o = x + bx * y; o < a.ctas; o += bx * by) v = v + staged[o];
+  smem[y * bx + x] = v;
+  for (int offset = by >> 1; offset > 0; offset >>= 1) {
+    __syncthreads();
+    if (y < offset) {
+      v = v + smem[(y + offset) * bx + x];
+      smem[y * bx + x] = v;
+    }
+  }
+  __syncthreads();
+  // block_x_reduce on the warps' row (row 0), possibly wider than a warp.
+  for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
+    if (y == 0 && x < offset) {
+      v = v + smem[x + offset];
+      smem[x] = v;
+    }
+    __syncthreads();
+  }
+  if (y != 0) return;
+  if (x >= kWarp) return;
+  const acc_t total = shuffle_tree(v, bx < kWarp ? bx : kWarp);
+  if (x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+}
+
+// Rows owned by one warp each (the reference's output split across warps); the
+// "warp" is bx lanes wide and may span several hardware warps when rows are few.
+template <typename scalar_t, int V, int U>
+__global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a, bool vectorized) {
+  using acc_t = typename Args<scalar_t>::acc_t;
+  __shared__ acc_t lanes_smem[kMaxThreads];
+  const int bx = blockDim.x;
+  const int x = threadIdx.x;
+  const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool live = r < a.rows;
+  const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
+  const int t[1] = {x};
+  acc_t leaf[1] = {acc_t(0)};
+  if (live) row_leaves<scalar_t, V, 1, U>(a, vectorized, row, r, t, x, true, leaf);
+  const acc_t total = lane_tree(leaf[0], bx, x, lanes_smem + threadIdx.y * bx);
+  if (live && x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+}
+
+// ---------------------------------------------------------------------------
+// The lean path: the shapes KernelBench and most users meet. The reference's block
+// of 32 lanes x 16 warps owns one whole row (split across warps, one block per
+// row), every row starts on a vector boundary and the columns are unit-stride.
+// One physical thread per logical thread, as the reference launches it, but:
+//   * at most 32 registers, so four 512-thread blocks fit on an SM (full occupancy);
+//   * streaming loads that L2 evicts first (the input is read once): reading y
+//     then evicts y's own lines rather than others' dirty ones, whose write-back
+//     would share the memory bus with our reads;
+//   * a block may own several rows (row, row + gridDim.x, ...) and issues the next
+//     row's loads before its tree over the current one, so the loads of the next
+//     row hide the reduction's latency;
+//   * on sm_90 it can be launched as a programmatic dependent: it starts while the
+//     kernel before it drains and waits (griddepcontrol.wait) before reading y.
+// ---------------------------------------------------------------------------
+constexpr int kLeanBlock = 512;      // the reference's 32 x 16 block
+constexpr int kLeanWarps = kLeanBlock / kWarp;
+constexpr int kLeanBlocksPerSm = 4;  // 2048 threads: a full SM
+
+template <typename scalar_t>
+struct LeanArgs {
+  using op_t = typename Arith<scalar_t>::op_t;
+  const scalar_t* __restrict__ y;
+  int64_t row_stride;  // elements, a multiple of the vector width
+  scalar_t* __restrict__ out;
+  int64_t out_stride;
+  int rows;
+  int nvec;  // vectors per row
+  int prefetch_distance;  // rows ahead whose bytes a block asks L2 to fetch (0: none)
+  op_t inv;
+  op_t scale;
+};
+
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// The lean path holds its loads as raw 32-bit words (no local-memory copies of
+// 16-bit element structs) and decodes element i of a vector from them.
+template <int kBytes> struct RawVec;
+template <> struct RawVec<16> { using type = uint4; };
+template <> struct RawVec<8> { using type = uint2; };
+
+__device__ __forceinline__ uint32_t word(const uint4& w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
+__device__ __forceinline__ uint32_t word(const uint2& w, int i) { return i == 0 ? w.x : w.y; }
+
+// Element i of a vector, exactly, as float (all lean types accumulate in float).
+template <typename scalar_t, typename W>
+__device__ __forceinline__ float element_as_float(const W& w, int i) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    return __uint_as_float(word(w, i));
+  } else {
+    const uint32_t bits = (word(w, i / 2) >> (16 * (i % 2))) & 0xffffu;
+    if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
+      return __uint_as_float(bits << 16);
+    } else {
+      return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+    }
+  }
+}
+
+// The reference's quotient of an element already widened to float.
+template <typename scalar_t>
+__device__ __forceinline__ float quotient_of_float(float y, float inv) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    return __fmul_rn(y, inv);
+  } else {
+    return to_float(round_to<scalar_t>(__fmul_rn(y, inv)));
+  }
+}
+
+// A vector, read-only, not kept in L1, first out of L2.
+__device__ __forceinline__ void load_streaming(uint4& r, const void* p, uint64_t policy) {
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p), "l"(policy));
+}
+__device__ __forceinline__ void load_streaming(uint2& r, const void* p, uint64_t policy) {
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy));
+}
+
+__device__ __forceinline__ void wait_for_prior_grids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Asks L2 to fetch [p, p + bytes) from memory (one instruction, the copy engine does
+// the rest; a hint with no effect on what any load returns).
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
+template <int U, bool kEvictFirst, typename W>
+__device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int idx = k + u * kLeanBlock;
+    if (idx < nvec) {
+      if constexpr (kEvictFirst) {
+        load_streaming(buf[u], row + idx, policy);
+      } else {
+        buf[u] = __ldg(row + idx);
+      }
+    }
+  }
+}
+
+template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kPrefetch = false>
+__global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel(LeanArgs<scalar_t> a) {
+  using W = typename RawVec<sizeof(scalar_t) * V>::type;
+  // Two buffers: a block starts writing row r + gridDim.x's warp totals while warp 0
+  // may still read row r's.
+  __shared__ float smem[2][kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarp, warp = tid / kWarp;
+  const uint64_t policy = kEvictFirst ? evict_first_policy() : 0;
+  const int nvec = a.nvec;
+  int r = blockIdx.x;  // the lean path only takes tensors of fewer than 2^31 elements
+  const W* row = reinterpret_cast<const W*>(a.y + r * a.row_stride);
+  W buf[U];
+  if constexpr (kPdl) wait_for_prior_grids();
+  if constexpr (kPrefetch) {
+    const int ahead = r + a.prefetch_distance;
+    if (tid == 0 && ahead < a.rows)
+      prefetch_l2(a.y + int64_t(ahead) * a.row_stride, static_cast<uint32_t>(nvec) * sizeof(W));
+  }
+  lean_load<U, kEvictFirst>(buf, row, tid, nvec, policy);
+  if constexpr (kPdl) allow_dependent_launch();
+  for (int parity = 0;; parity ^= 1) {
+    float acc[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+    for (int k = tid;;) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (k + u * kLeanBlock < nvec) {
+#pragma unroll
+          for (int i = 0; i < V; ++i)
+            acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[u], i), a.inv);
+        }
+      }
+      k += U * kLeanBlock;
+      if (k >= nvec) break;
+      lean_load<U, kEvictFirst>(buf, row, k, nvec, policy);
+    }
+    float leaf = acc[0];
+#pragma unroll
+    for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
+    const int next = r + gridDim.x;
+    if (next < a.rows) {
+      row = reinterpret_cast<const W*>(a.y + next * a.row_stride);
+      lean_load<U, kEvictFirst>(buf, row, tid, nvec, policy);
+    }
+
+    float* s = smem[parity];
+    if constexpr (kOrder.lanes_before_warps) {
+      const float w = shuffle_tree(leaf, kWarp);
+      if (lane == 0) s[warp] = w;
+      __syncthreads();
+      if (warp == 0) {
+        const float total = warp_tree(lane < kLeanWarps ? s[lane] : 0.0f, kLeanWarps);
+        if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+      }
+    } else {
+      // Warps first: for each lane, the halving tree over the 16 warps, then the lanes.
+      s[warp * kWarp + lane] = leaf;
+      __syncthreads();
+      if (warp == 0) {
+        for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
+          for (int w = 0; w < offset; ++w) s[w * kWarp + lane] = s[w * kWarp + lane] + s[(w + offset) * kWarp + lane];
+        const float total = shuffle_tree(s[lane], kWarp);
+        if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+      }
+    }
+    if (next >= a.rows) break;
+    r = next;
+  }
+}
+
+// Two rows per block, for rows a block reads in one chunk (16-bit rows of up to 8192
+// elements): twice the bytes in flight per block, and half the blocks and trees.
+template <typename scalar_t, int V, int U, bool kPdl>
+__global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_row_pairs_kernel(LeanArgs<scalar_t> a) {
+  using W = typename RawVec<sizeof(scalar_t) * V>::type;
+  __shared__ float smem[2][kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarp, warp = tid / kWarp;
+  const uint64_t policy = evict_first_policy();
+  const int nvec = a.nvec;
+  const int r0 = blockIdx.x * 2;
+  const int pair = r0 + 1 < a.rows ? 2 : 1;
+  W buf[2][U];
+  if constexpr (kPdl) wait_for_prior_grids();
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    if (j < pair) lean_load<U, true>(buf[j], reinterpret_cast<const W*>(a.y + int64_t(r0 + j) * a.row_stride), tid, nvec, policy);
+  }
+  if constexpr (kPdl) allow_dependent_launch();
+  float leaf[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    if (j < pair) {
+      float acc[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (tid + u * kLeanBlock < nvec) {
+#pragma unroll
+          for (int i = 0; i < V; ++i)
+            acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[j][u], i), a.inv);
+        }
+      }
+      leaf[j] = acc[0];
+#pragma unroll
+      for (int i = 1; i < V; ++i) leaf[j] = leaf[j] + acc[i];
+    }
+  }
+  // Warp j < pair finishes row r0 + j.
+  if constexpr (kOrder.lanes_before_warps) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float w = shuffle_tree(leaf[j], kWarp);
+      if (lane == 0) smem[j][warp] = w;
+    }
+    __syncthreads();
+    if (warp < pair) {
+      const float total = warp_tree(lane < kLeanWarps ? smem[warp][lane] : 0.0f, kLeanWarps);
+      if (lane == 0) a.out[int64_t(r0 + warp) * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) smem[j][warp * kWarp + lane] = leaf[j];
+    __syncthreads();
+    if (warp < pair) {
+      float* s = smem[warp];
+      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
+        for (int w = 0; w < offset; ++w) s[w * kWarp + lane] = s[w * kWarp + lane] + s[(w + offset) * kWarp + lane];
+      const float total = shuffle_tree(s[lane], kWarp);
+      if (lane == 0) a.out[int64_t(r0 + warp) * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Launchers. They return the launch's error; the caller turns it into an exception.
+// ---------------------------------------------------------------------------
+
+// Logical threads each physical thread plays on the general split-row path: one (the
+// reference's own block shape) measured fastest; 2, 4, 8, 16 are kept for comparisons.
+template <typename scalar_t, int V>
+cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, int logical_per_thread, cudaStream_t stream) {
+  constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
+  if (p.split_y) {
+    const int lpp = (p.by % logical_per_thread == 0) ? logical_per_thread : 1;
+    const dim3 block(p.bx, p.by / lpp);
+    const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
+    switch (lpp) {
+      case 16: split_row_kernel<scalar_t, V, 16, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 8: split_row_kernel<scalar_t, V, 8, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 4: split_row_kernel<scalar_t, V, 4, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      case 2: split_row_kernel<scalar_t, V, 2, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+      default: split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
+    }
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess || p.ctas == 1) return err;
+    combine_blocks_kernel<scalar_t><<<static_cast<unsigned>(p.rows), dim3(p.bx, p.by), 0, stream>>>(a);
+  } else {
+    const dim3 block(p.bx, p.by);
+    const dim3 grid(static_cast<unsigned>(ceil_div(p.rows, p.by)));
+    warp_row_kernel<scalar_t, V, U><<<grid, block, 0, stream>>>(a, p.vectorized);
+  }
+  return cudaGetLastError();
+}
+
+// Whether the lean path reproduces the plan: one 32 x 16 block per row, every row of
+// whole, aligned vectors (so no row of the reference's quotient starts mid-vector).
+template <typename scalar_t, int V>
+bool lean_path_applies(const Plan& p, const Args<scalar_t>& a) {
+  static_assert(sizeof(scalar_t) < 8, "the lean path is for float, half and bfloat16");
+  return p.split_y && p.ctas == 1 && p.vectorized && p.bx == kWarp &&
+         p.by == kLeanWarps && a.col_stride == 1 && a.cols % V == 0 && a.row_stride % V == 0 &&
+         reinterpret_cast<uintptr_t>(a.y) % (sizeof(scalar_t) * V) == 0 && a.cols / V <= INT32_MAX;
+}
+
+struct LeanOptions {
+  bool evict_first = true;
+  bool programmatic_launch = true;  // honoured on sm_90 and newer
+  int rows_per_block_wave = 0;      // grid = rows when 0, else at most this many blocks
+  bool prefetch_wave_ahead = false; // each block asks L2 for the row one wave of blocks ahead
+  bool pair_rows = false;           // two rows per block where a row is one chunk
+};
+
+template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kPrefetch = false>
+cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(kLeanBlock);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  if (kPdl) {
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kEvictFirst, kPdl, kPrefetch>, a);
+}
+
+template <typename scalar_t, int V>
+cudaError_t launch_lean(const Args<scalar_t>& g, const DeviceShape& prop, const LeanOptions& opt,
+                        cudaStream_t stream) {
+  constexpr int U = V == 8 ? 2 : 4;  // vectors in flight per thread: 32 registers hold them
+  LeanArgs<scalar_t> a;
+  a.y = g.y;
+  a.row_stride = g.row_stride;
+  a.out = g.out;
+  a.out_stride = g.out_stride;
+  a.rows = static_cast<int>(g.rows);
+  a.nvec = static_cast<int>(g.cols / V);
+  a.inv = g.inv;
+  a.scale = g.scale;
+  a.prefetch_distance = kLeanBlocksPerSm * prop.multiprocessors;
+  int64_t grid = g.rows;
+  if (opt.rows_per_block_wave > 0) grid = std::min<int64_t>(grid, opt.rows_per_block_wave);
+  const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
+  const unsigned blocks = static_cast<unsigned>(grid);
+  if constexpr (sizeof(scalar_t) == 2) {
+  if (opt.pair_rows && a.nvec <= U * kLeanBlock) {
+    const unsigned pairs = static_cast<unsigned>(ceil_div(g.rows, 2));
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(pairs);
+    config.blockDim = dim3(kLeanBlock);
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = pdl ? 1 : 0;
+    return pdl ? cudaLaunchKernelEx(&config, lean_row_pairs_kernel<scalar_t, V, U, true>, a)
+               : cudaLaunchKernelEx(&config, lean_row_pairs_kernel<scalar_t, V, U, false>, a);
+  }
+  }
+  if (opt.prefetch_wave_ahead) {
+    return pdl ? launch_lean_variant<scalar_t, V, U, true, true, true>(a, blocks, stream)
+               : launch_lean_variant<scalar_t, V, U, true, false, true>(a, blocks, stream);
+  }
+  if (opt.evict_first) {
+    return pdl ? launch_lean_variant<scalar_t, V, U, true, true>(a, blocks, stream)
+               : launch_lean_variant<scalar_t, V, U, true, false>(a, blocks, stream);
+  }
+  return pdl ? launch_lean_variant<scalar_t, V, U, false, true>(a, blocks, stream)
+             : launch_lean_variant<scalar_t, V, U, false, false>(a, blocks, stream);
+}
+
+}  // namespace tail
+}  // namespace kb14

@@ -1,0 +1,163 @@
+"""Physical mappings of the tail against each other and against Inductor, in one process.
+
+Builds scripts/tail_variants.cu (the kernels of kernels/tail_kernels.cuh behind a C ABI,
+no torch headers) with nvcc, then for each shape and dtype checks every variant's bits
+against the eager tail and times it three ways (bench.py's methods): KernelBench's
+(write flush, events, one call), a read flush, and CUDA-graph replay over rotating
+L2-cold copies. `--ncu` instead runs each once inside cudaProfilerStart/Stop, for Nsight
+Compute. Exploratory: the evidence for the library is scripts/vs_inductor.py.
+
+    python scripts/tail_variants.py --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+import triton.testing
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+import bench  # noqa: E402
+
+VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 4: "lean_ef_pdl_wave", 5: "lean_pdl",
+            6: "lean_ef_pdl_prefetch", 7: "lean_ef_prefetch", 8: "lean_ef_pdl_pairs",
+            9: "empty_kernel", 10: "unordered_read"}
+NOT_A_TAIL = ("empty_kernel", "unordered_read")
+DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
+CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "float32"),
+         ((16384, 8192), "float32"), ((1024, 65536), "float32"), ((4096, 8192), "bfloat16"),
+         ((16384, 8192), "bfloat16"), ((1024, 65536), "bfloat16"), ((16384, 8192), "float16")]
+
+
+def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
+    major, minor = torch.cuda.get_device_capability()
+    so = out_dir / "tail_variants.so"
+    cmd = ["nvcc", "-O3", "--fmad=false", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}",
+           "-shared", "-Xcompiler", "-fPIC", "-Xptxas=-v", f"-DKB14_TORCH_VERSION={torch_version}",
+           f"-I{REPO / 'kernels'}", "-o", str(so), str(REPO / "scripts" / "tail_variants.cu")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    (out_dir / "ptxas.txt").write_text(proc.stdout + proc.stderr)
+    if proc.returncode:
+        raise SystemExit(proc.stderr[-3000:])
+    lib = ctypes.CDLL(str(so))
+    lib.kb14x_tail.restype = ctypes.c_int
+    lib.kb14x_tail.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
+                               ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_double,
+                               ctypes.c_double, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_void_p, ctypes.c_void_p]
+    return lib
+
+
+def variant_fn(lib, variant: int, dtype_code: int, props, partials):
+    sms, tpm, major = props
+
+    def fn(y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty((y.shape[0], 1), dtype=y.dtype, device=y.device)
+        err = lib.kb14x_tail(variant, dtype_code, y.data_ptr(), y.shape[0], y.shape[1], y.stride(0),
+                             out.data_ptr(), out.stride(0), 2.0, 1.5, sms, tpm, major, 4 * sms,
+                             partials.data_ptr(), torch.cuda.current_stream().cuda_stream)
+        if err:
+            raise RuntimeError(f"variant {VARIANTS[variant]}: error {err}")
+        return out
+
+    return fn
+
+
+def eager_tail(y):
+    return torch.sum(y / 2, dim=1, keepdim=True) * 1.5
+
+
+def row_sum(y):
+    return torch.sum(y, dim=1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="/tmp/tail_variants")
+    parser.add_argument("--ncu", action="store_true")
+    parser.add_argument("--cases", type=int, nargs="*", help="indices into CASES (default: all)")
+    parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
+    args = parser.parse_args()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+    lib = build(out_dir, major * 100 + minor)
+    dev = torch.device("cuda")
+    prop = torch.cuda.get_device_properties(dev)
+    props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
+    partials = torch.empty(1 << 22, device=dev)
+    backend = bench.make_backend(dev)
+    l2 = bench.l2_cache_bytes(dev)
+    torch._dynamo.config.cache_size_limit = 64
+    inductor = torch.compile(eager_tail, dynamic=False)
+    cases = [CASES[i] for i in args.cases] if args.cases else (CASES[:1] if args.ncu else CASES)
+    variants = {v: n for v, n in VARIANTS.items() if not args.variants or v in args.variants}
+    rows_out = []
+    if not args.ncu:
+        big = torch.empty(2 << 30 >> 2, device=dev).uniform_()
+        read = bench.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
+        ceiling = big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
+        del big
+        print(f"read ceiling: {ceiling:.0f} GB/s ({prop.name}, torch {torch.__version__})", flush=True)
+    for (rows, cols), dname in cases:
+        dtype, code = DTYPES[dname]
+        torch.manual_seed(0)
+        y = torch.randn(rows, cols, device=dev, dtype=dtype)
+        ref = eager_tail(y)
+        fns = {"eager": eager_tail, "torch.sum": row_sum, "inductor": inductor}
+        for v, name in variants.items():
+            fns[name] = variant_fn(lib, v, code, props, partials)
+        bits = {}
+        for name, fn in list(fns.items()):
+            try:
+                got = fn(y)
+                got = fn(y)
+            except RuntimeError as e:
+                print(f"  {name}: {e}")
+                del fns[name]
+                continue
+            bits[name] = bool(torch.equal(got, ref)) if name not in ("torch.sum",) + NOT_A_TAIL else None
+        torch.cuda.synchronize()
+        if args.ncu:
+            torch.cuda.profiler.start()
+            for name, fn in fns.items():
+                for _ in range(3):
+                    fn(y)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            print("ncu order:", list(fns))
+            continue
+        copies = bench.rotating_copies(y, l2, cap=64)
+        nbytes = y.numel() * y.element_size()
+        for name, fn in fns.items():
+            kb = bench.kernelbench_time(fn, (y,), backend=backend)
+            kb_med = statistics.median(kb["times_ms"])
+            rf = bench.robust_time(fn, (y,), backend=backend, budget_s=0.3, min_calls=50, max_calls=300)
+            gr = bench.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
+            db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
+            row = {"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
+                   "kernelbench_median_us": kb_med * 1e3, "kernelbench_mean_us": kb["mean_ms"] * 1e3,
+                   "read_flush_us": rf["median_ms"] * 1e3, "do_bench_us": db * 1e3, "rotating_us": gr["median_ms"] * 1e3,
+                   "rotating_gbps": nbytes / (gr["median_ms"] * 1e-3) / 1e9}
+            rows_out.append(row)
+            print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} "
+                  f"kb {row['kernelbench_median_us']:7.2f} (mean {row['kernelbench_mean_us']:7.2f})  "
+                  f"db {row['do_bench_us']:7.2f}  rf {row['read_flush_us']:7.2f}  rot {row['rotating_us']:7.2f} "
+                  f"({row['rotating_gbps']:.0f} GB/s)", flush=True)
+        del copies
+    if not args.ncu:
+        (out_dir / "tail_variants.json").write_text(json.dumps(
+            {"gpu": prop.name, "torch": torch.__version__, "read_ceiling_gbps": ceiling, "rows": rows_out}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
