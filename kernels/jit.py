@@ -59,6 +59,28 @@ def _cuda_arch() -> str:
     return f"{major}.{minor}"
 
 
+def process_libstdcxx() -> str | None:
+    """The libstdc++ shared object this process has loaded (torch's), or None.
+
+    The extension is linked against exactly this file. A compiler whose own
+    libstdc++ is static-only (the H200 machine's /opt/gcc g++) otherwise copies
+    libstdc++ into the extension, and that copy's number formatting reads locale
+    facet ids owned by the process's libstdc++: any message that streams a number
+    crashes the process (scripts/probe_error_formatting.py shows it)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            path = line.split()[-1] if line.split() else ""
+            if "/libstdc++.so" in path and os.path.exists(path):
+                return path
+    return None
+
+
+def link_flags() -> list[str]:
+    """Linker flags of every extension this package builds."""
+    libstdcxx = process_libstdcxx()
+    return ["-fopenmp"] + ([libstdcxx] if libstdcxx else [])
+
+
 def _cpu_signature() -> str:
     # -march=native tunes the host code for this CPU: key the build on its model and flags.
     flags = model = ""
@@ -103,6 +125,7 @@ class BuildSpec:
             h.update((SOURCE_DIR / name).read_bytes())
         parts = [
             repr(self),
+            " ".join(link_flags()),
             torch.__version__,
             str(torch.version.cuda),
             sys.version,
@@ -167,7 +190,7 @@ def _compile(spec: BuildSpec, build_dir: Path) -> Path:
             cuda_sources=cuda,
             extra_cflags=list(spec.cflags),
             extra_cuda_cflags=list(spec.cuda_cflags),
-            extra_ldflags=["-fopenmp"],
+            extra_ldflags=link_flags(),
             extra_include_paths=[str(SOURCE_DIR)],
             build_directory=str(build_dir),
             verbose=verbose(),

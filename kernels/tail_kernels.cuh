@@ -767,6 +767,7 @@ struct LeanOptions {
   int rows_per_block_wave = 0;      // grid = rows when 0, else at most this many blocks
   bool prefetch_wave_ahead = false; // each block asks L2 for the row one wave of blocks ahead
   bool pair_rows = false;           // two rows per block where a row is one chunk
+  int loads_in_flight = 0;          // vectors per thread per chunk: 0 for the default
 };
 
 template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kPrefetch = false>
@@ -818,6 +819,14 @@ cudaError_t launch_lean(const Args<scalar_t>& g, const DeviceShape& prop, const 
     return pdl ? cudaLaunchKernelEx(&config, lean_row_pairs_kernel<scalar_t, V, U, true>, a)
                : cudaLaunchKernelEx(&config, lean_row_pairs_kernel<scalar_t, V, U, false>, a);
   }
+  }
+  if (opt.loads_in_flight == 1) {
+    return pdl ? launch_lean_variant<scalar_t, V, 1, true, true>(a, blocks, stream)
+               : launch_lean_variant<scalar_t, V, 1, true, false>(a, blocks, stream);
+  }
+  if (opt.loads_in_flight == 2) {
+    return pdl ? launch_lean_variant<scalar_t, V, 2, true, true>(a, blocks, stream)
+               : launch_lean_variant<scalar_t, V, 2, true, false>(a, blocks, stream);
   }
   if (opt.prefetch_wave_ahead) {
     return pdl ? launch_lean_variant<scalar_t, V, U, true, true, true>(a, blocks, stream)

@@ -5,7 +5,7 @@ integer, a string literal, a dtype, a pre-formatted std::string, a plain ostring
 without any throw, ...) and calls each in a fresh subprocess, so that a crash is
 counted, not fatal. A SIGSEGV handler in the extension prints the C++ backtrace.
 
-    python scripts/probe_error_formatting.py [--json out.json]
+    python scripts/probe_error_formatting.py [--json out.json] [--library-link]
 """
 
 from __future__ import annotations
@@ -106,25 +106,35 @@ except Exception as e:
 """
 
 
-def build(build_dir: Path) -> Path:
+def build(build_dir: Path, library_link: bool) -> Path:
+    """The probe extension, linked as load_inline links by default or, with
+    `library_link`, as kernels.jit links this library's extension."""
     from torch.utils import cpp_extension
     import inspect
     options = {}
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
         options["no_implicit_headers"] = True
+    ldflags = ["-rdynamic"]
+    if library_link:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from kernels.jit import link_flags
+        ldflags += link_flags()
     cpp_extension.load_inline(name="kb14probe", cpp_sources=[SOURCE], build_directory=str(build_dir),
-                              is_python_module=False, extra_ldflags=["-rdynamic"], **options)
+                              is_python_module=False, extra_ldflags=ldflags, **options)
     return build_dir / "kb14probe.so"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json")
+    parser.add_argument("--library-link", action="store_true",
+                        help="link the probe as kernels/jit.py links the library (the fix)")
     args = parser.parse_args()
     import torch
     build_dir = Path(tempfile.mkdtemp(prefix="kb14probe_"))
-    library = build(build_dir)
-    facts = {"torch": torch.__version__, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI)}
+    library = build(build_dir, args.library_link)
+    facts = {"torch": torch.__version__, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+             "library_link": args.library_link}
     maps = [line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
             if "libstdc++" in line or "libgcc_s" in line]
     facts["libstdcxx_in_parent"] = sorted(set(maps))

@@ -73,6 +73,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.rows_per_block_wave = variant == 4 ? grid_cap : 0;
   opt.prefetch_wave_ahead = variant == 6 || variant == 7;
   opt.pair_rows = variant == 8;
+  if (variant == 11 || variant == 12) {
+    opt.programmatic_launch = true;
+    opt.loads_in_flight = variant - 10;
+  }
   if (variant == 7) opt.programmatic_launch = false;
   return launch_lean<T, V>(a, prop, opt, stream);
 }
@@ -85,7 +89,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // 6 as 3, each block also asking L2 for the row one wave ahead; 7 as 6 without the
 // programmatic launch; 8 as 3 with two rows per block where a row is one chunk;
 // 9 an empty kernel on the lean grid, 10 an unordered read of y (any order of
-// additions: what reading the bytes costs, not a tail).
+// additions: what reading the bytes costs, not a tail); 11, 12 as 3 with one or two
+// vectors per thread in flight.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
 extern "C" int kb14x_tail(int variant, int dtype, const void* y, long long rows, long long cols,

@@ -29,7 +29,7 @@ import bench  # noqa: E402
 
 VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 4: "lean_ef_pdl_wave", 5: "lean_pdl",
             6: "lean_ef_pdl_prefetch", 7: "lean_ef_prefetch", 8: "lean_ef_pdl_pairs",
-            9: "empty_kernel", 10: "unordered_read"}
+            9: "empty_kernel", 10: "unordered_read", 11: "lean_ef_pdl_u1", 12: "lean_ef_pdl_u2"}
 NOT_A_TAIL = ("empty_kernel", "unordered_read")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
 CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "float32"),

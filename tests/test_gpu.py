@@ -44,6 +44,29 @@ def test_sweep_contiguous_and_misaligned(dtype):
     assert not failures, f"{len(failures)} shapes differ, e.g. {failures[:5]}"
 
 
+# Shapes the lean path takes (one 32 x 16 block per row, rows of whole aligned vectors):
+# row counts around one wave of resident blocks and odd ones (two-row blocks leave one
+# over), row lengths that are one chunk per thread or several, padded row strides.
+LEAN_ROWS = [16, 17, 100, 527, 528, 529, 1024, 2001]
+LEAN_COLS = [8192, 8200, 12288, 16392, 65536]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_lean_path_shapes(dtype):
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    failures = []
+    for rows in LEAN_ROWS:
+        for cols in LEAN_COLS:
+            if rows * cols > 40_000_000:
+                continue
+            big = torch.randn(rows, cols + 8, device="cuda", dtype=dtype, generator=gen)
+            for name, y in (("contiguous", big[:, :cols].contiguous()), ("padded rows", big[:, :cols])):
+                ours, ref = _pair(y)
+                if not torch.equal(ours, ref):
+                    failures.append(f"{name} {rows}x{cols}: {(ours != ref).sum().item()} differ")
+    assert not failures, f"{len(failures)} shapes differ, e.g. {failures[:5]}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape", [(1024, 8192), (1, 1), (1, 127), (1, 128), (1, 129), (3, 128), (37, 199), (5, 1_000_003), (16384, 8192), (1024, 65536)]
@@ -127,3 +150,21 @@ def test_other_stream_and_device_guard():
 def test_opcheck_cuda():
     y = torch.randn(33, 4097, device="cuda", requires_grad=True)
     torch.library.opcheck(kernels.ops.OP, (y, 2.0, 1.5))
+
+
+def test_back_to_back_calls_read_what_the_previous_kernel_wrote():
+    # The lean kernel launches as a programmatic dependent (it may start while the
+    # previous kernel drains) and must still read y only after that kernel's writes.
+    y = torch.empty(1024, 8192, device="cuda")
+    sources = [torch.randn(1024, 8192, device="cuda") for _ in range(4)]
+    outs = []
+    for src in sources * 3:
+        y.copy_(src)
+        outs.append(div_sum_scale(y, 2, 1.5))
+    for src, out in zip(sources * 3, outs):
+        assert torch.equal(out, div_sum_scale_reference(src, 2, 1.5))
+    # Lean after lean: the first call's output, viewed as 16 rows of 8192, feeds the second.
+    y1 = torch.randn(16 * 8192, 8192, device="cuda", dtype=torch.bfloat16)
+    chained = div_sum_scale(div_sum_scale(y1, 2, 1.5).view(16, 8192), 2, 1.5)
+    expected = div_sum_scale_reference(div_sum_scale_reference(y1, 2, 1.5).view(16, 8192), 2, 1.5)
+    assert torch.equal(chained, expected)
