@@ -474,11 +474,14 @@ __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a,
 //   * streaming loads that L2 evicts first (the input is read once): reading y
 //     then evicts y's own lines rather than others' dirty ones, whose write-back
 //     would share the memory bus with our reads;
-//   * a block may own several rows (row, row + gridDim.x, ...) and issues the next
-//     row's loads before its tree over the current one, so the loads of the next
-//     row hide the reduction's latency;
-//   * on sm_90 it can be launched as a programmatic dependent: it starts while the
-//     kernel before it drains and waits (griddepcontrol.wait) before reading y.
+//   * on sm_90 it is launched as a programmatic dependent: its blocks are placed
+//     while the kernel before it drains, and wait (griddepcontrol.wait) for that
+//     kernel's completion and writes before reading y. It lets its own dependents
+//     launch once its loads are issued; they wait the same way, so the order of
+//     every read and write in the stream is unchanged.
+// By default a block owns one row. With LeanOptions::max_blocks, blocks loop over
+// rows (row, row + gridDim.x, ...) and issue the next row's loads before the tree
+// over the current one (measured no faster on the H200; kept for comparisons).
 // ---------------------------------------------------------------------------
 constexpr int kLeanBlock = 512;      // the reference's 32 x 16 block
 constexpr int kLeanWarps = kLeanBlock / kWarp;
@@ -493,7 +496,6 @@ struct LeanArgs {
   int64_t out_stride;
   int rows;
   int nvec;  // vectors per row
-  int prefetch_distance;  // rows ahead whose bytes a block asks L2 to fetch (0: none)
   op_t inv;
   op_t scale;
 };
@@ -560,14 +562,6 @@ __device__ __forceinline__ void allow_dependent_launch() {
 #endif
 }
 
-// Asks L2 to fetch [p, p + bytes) from memory (one instruction, the copy engine does
-// the rest; a hint with no effect on what any load returns).
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
-
 template <int U, bool kEvictFirst, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
 #pragma unroll
@@ -583,7 +577,7 @@ __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int 
   }
 }
 
-template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kPrefetch = false>
+template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl>
 __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   // Two buffers: a block starts writing row r + gridDim.x's warp totals while warp 0
@@ -597,11 +591,6 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   const W* row = reinterpret_cast<const W*>(a.y + r * a.row_stride);
   W buf[U];
   if constexpr (kPdl) wait_for_prior_grids();
-  if constexpr (kPrefetch) {
-    const int ahead = r + a.prefetch_distance;
-    if (tid == 0 && ahead < a.rows)
-      prefetch_l2(a.y + int64_t(ahead) * a.row_stride, static_cast<uint32_t>(nvec) * sizeof(W));
-  }
   lean_load<U, kEvictFirst>(buf, row, tid, nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
   for (int parity = 0;; parity ^= 1) {
@@ -655,71 +644,6 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   }
 }
 
-// Two rows per block, for rows a block reads in one chunk (16-bit rows of up to 8192
-// elements): twice the bytes in flight per block, and half the blocks and trees.
-template <typename scalar_t, int V, int U, bool kPdl>
-__global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_row_pairs_kernel(LeanArgs<scalar_t> a) {
-  using W = typename RawVec<sizeof(scalar_t) * V>::type;
-  __shared__ float smem[2][kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
-  const int tid = threadIdx.x;
-  const int lane = tid % kWarp, warp = tid / kWarp;
-  const uint64_t policy = evict_first_policy();
-  const int nvec = a.nvec;
-  const int r0 = blockIdx.x * 2;
-  const int pair = r0 + 1 < a.rows ? 2 : 1;
-  W buf[2][U];
-  if constexpr (kPdl) wait_for_prior_grids();
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    if (j < pair) lean_load<U, true>(buf[j], reinterpret_cast<const W*>(a.y + int64_t(r0 + j) * a.row_stride), tid, nvec, policy);
-  }
-  if constexpr (kPdl) allow_dependent_launch();
-  float leaf[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    if (j < pair) {
-      float acc[V];
-#pragma unroll
-      for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (tid + u * kLeanBlock < nvec) {
-#pragma unroll
-          for (int i = 0; i < V; ++i)
-            acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[j][u], i), a.inv);
-        }
-      }
-      leaf[j] = acc[0];
-#pragma unroll
-      for (int i = 1; i < V; ++i) leaf[j] = leaf[j] + acc[i];
-    }
-  }
-  // Warp j < pair finishes row r0 + j.
-  if constexpr (kOrder.lanes_before_warps) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const float w = shuffle_tree(leaf[j], kWarp);
-      if (lane == 0) smem[j][warp] = w;
-    }
-    __syncthreads();
-    if (warp < pair) {
-      const float total = warp_tree(lane < kLeanWarps ? smem[warp][lane] : 0.0f, kLeanWarps);
-      if (lane == 0) a.out[int64_t(r0 + warp) * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) smem[j][warp * kWarp + lane] = leaf[j];
-    __syncthreads();
-    if (warp < pair) {
-      float* s = smem[warp];
-      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
-        for (int w = 0; w < offset; ++w) s[w * kWarp + lane] = s[w * kWarp + lane] + s[(w + offset) * kWarp + lane];
-      const float total = shuffle_tree(s[lane], kWarp);
-      if (lane == 0) a.out[int64_t(r0 + warp) * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
-  }
-}
-
 // ---------------------------------------------------------------------------
 // Launchers. They return the launch's error; the caller turns it into an exception.
 // ---------------------------------------------------------------------------
@@ -764,13 +688,10 @@ bool lean_path_applies(const Plan& p, const Args<scalar_t>& a) {
 struct LeanOptions {
   bool evict_first = true;
   bool programmatic_launch = true;  // honoured on sm_90 and newer
-  int rows_per_block_wave = 0;      // grid = rows when 0, else at most this many blocks
-  bool prefetch_wave_ahead = false; // each block asks L2 for the row one wave of blocks ahead
-  bool pair_rows = false;           // two rows per block where a row is one chunk
-  int loads_in_flight = 0;          // vectors per thread per chunk: 0 for the default
+  int max_blocks = 0;               // 0: one block per row; else blocks loop over rows
 };
 
-template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kPrefetch = false>
+template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
@@ -783,13 +704,13 @@ cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cuda
     config.attrs = attribute;
     config.numAttrs = 1;
   }
-  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kEvictFirst, kPdl, kPrefetch>, a);
+  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kEvictFirst, kPdl>, a);
 }
 
 template <typename scalar_t, int V>
 cudaError_t launch_lean(const Args<scalar_t>& g, const DeviceShape& prop, const LeanOptions& opt,
                         cudaStream_t stream) {
-  constexpr int U = V == 8 ? 2 : 4;  // vectors in flight per thread: 32 registers hold them
+  constexpr int U = V == 8 ? 2 : 4;  // vectors in flight per thread (64 or 32 bytes): 32 registers hold them
   LeanArgs<scalar_t> a;
   a.y = g.y;
   a.row_stride = g.row_stride;
@@ -799,39 +720,9 @@ cudaError_t launch_lean(const Args<scalar_t>& g, const DeviceShape& prop, const 
   a.nvec = static_cast<int>(g.cols / V);
   a.inv = g.inv;
   a.scale = g.scale;
-  a.prefetch_distance = kLeanBlocksPerSm * prop.multiprocessors;
-  int64_t grid = g.rows;
-  if (opt.rows_per_block_wave > 0) grid = std::min<int64_t>(grid, opt.rows_per_block_wave);
+  const int64_t rows = g.rows;
+  const unsigned blocks = static_cast<unsigned>(opt.max_blocks > 0 ? std::min<int64_t>(rows, opt.max_blocks) : rows);
   const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
-  const unsigned blocks = static_cast<unsigned>(grid);
-  if constexpr (sizeof(scalar_t) == 2) {
-  if (opt.pair_rows && a.nvec <= U * kLeanBlock) {
-    const unsigned pairs = static_cast<unsigned>(ceil_div(g.rows, 2));
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(pairs);
-    config.blockDim = dim3(kLeanBlock);
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = pdl ? 1 : 0;
-    return pdl ? cudaLaunchKernelEx(&config, lean_row_pairs_kernel<scalar_t, V, U, true>, a)
-               : cudaLaunchKernelEx(&config, lean_row_pairs_kernel<scalar_t, V, U, false>, a);
-  }
-  }
-  if (opt.loads_in_flight == 1) {
-    return pdl ? launch_lean_variant<scalar_t, V, 1, true, true>(a, blocks, stream)
-               : launch_lean_variant<scalar_t, V, 1, true, false>(a, blocks, stream);
-  }
-  if (opt.loads_in_flight == 2) {
-    return pdl ? launch_lean_variant<scalar_t, V, 2, true, true>(a, blocks, stream)
-               : launch_lean_variant<scalar_t, V, 2, true, false>(a, blocks, stream);
-  }
-  if (opt.prefetch_wave_ahead) {
-    return pdl ? launch_lean_variant<scalar_t, V, U, true, true, true>(a, blocks, stream)
-               : launch_lean_variant<scalar_t, V, U, true, false, true>(a, blocks, stream);
-  }
   if (opt.evict_first) {
     return pdl ? launch_lean_variant<scalar_t, V, U, true, true>(a, blocks, stream)
                : launch_lean_variant<scalar_t, V, U, true, false>(a, blocks, stream);

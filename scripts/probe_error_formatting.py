@@ -5,7 +5,7 @@ integer, a string literal, a dtype, a pre-formatted std::string, a plain ostring
 without any throw, ...) and calls each in a fresh subprocess, so that a crash is
 counted, not fatal. A SIGSEGV handler in the extension prints the C++ backtrace.
 
-    python scripts/probe_error_formatting.py [--json out.json] [--library-link]
+    python scripts/probe_error_formatting.py [--json out.json] [--library-link] [--check]
 """
 
 from __future__ import annotations
@@ -129,6 +129,7 @@ def main() -> int:
     parser.add_argument("--json")
     parser.add_argument("--library-link", action="store_true",
                         help="link the probe as kernels/jit.py links the library (the fix)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if any case crashed")
     args = parser.parse_args()
     import torch
     build_dir = Path(tempfile.mkdtemp(prefix="kb14probe_"))
@@ -165,7 +166,10 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(facts, indent=1))
     print(json.dumps({k: v for k, v in facts.items() if k != "cases"}, indent=1))
-    return 0
+    crashed = [case for case, r in results.items() if r["outcome"] == "crashed"]
+    if crashed:
+        print(f"crashed: {', '.join(crashed)}")
+    return 1 if args.check and crashed else 0
 
 
 if __name__ == "__main__":

@@ -68,29 +68,20 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
   LeanOptions opt;
-  opt.evict_first = variant != 1 && variant != 5;
-  opt.programmatic_launch = variant >= 3;
-  opt.rows_per_block_wave = variant == 4 ? grid_cap : 0;
-  opt.prefetch_wave_ahead = variant == 6 || variant == 7;
-  opt.pair_rows = variant == 8;
-  if (variant == 11 || variant == 12) {
-    opt.programmatic_launch = true;
-    opt.loads_in_flight = variant - 10;
-  }
-  if (variant == 7) opt.programmatic_launch = false;
+  opt.evict_first = variant == 2 || variant == 3 || variant == 4;
+  opt.programmatic_launch = variant == 3 || variant == 4 || variant == 5;
+  opt.max_blocks = variant == 4 ? grid_cap : 0;
   return launch_lean<T, V>(a, prop, opt, stream);
 }
 
 }  // namespace
 
-// variant: 0 general kernel (the library before this change); 1 lean, plain loads;
-// 2 lean, evict-first; 3 lean, evict-first, programmatic launch; 4 as 3 with the grid
-// capped at grid_cap blocks (rows loop); 5 lean, plain loads, programmatic launch;
-// 6 as 3, each block also asking L2 for the row one wave ahead; 7 as 6 without the
-// programmatic launch; 8 as 3 with two rows per block where a row is one chunk;
-// 9 an empty kernel on the lean grid, 10 an unordered read of y (any order of
-// additions: what reading the bytes costs, not a tail); 11, 12 as 3 with one or two
-// vectors per thread in flight.
+// variant: 0 the general kernels; 1 lean, plain loads; 2 lean, evict-first loads; 3 lean,
+// evict-first, programmatic launch (the library's choice); 4 as 3 with at most grid_cap
+// blocks, each looping over rows; 5 lean, plain loads, programmatic launch; 9 an empty
+// kernel on the lean grid; 10 an unordered read of y (any order of additions: what
+// reading the bytes costs, not a tail). Variants tried and removed (L2 bulk prefetch one
+// wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
 extern "C" int kb14x_tail(int variant, int dtype, const void* y, long long rows, long long cols,

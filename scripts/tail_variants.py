@@ -5,7 +5,8 @@ no torch headers) with nvcc, then for each shape and dtype checks every variant'
 against the eager tail and times it three ways (bench.py's methods): KernelBench's
 (write flush, events, one call), a read flush, and CUDA-graph replay over rotating
 L2-cold copies. `--ncu` instead runs each once inside cudaProfilerStart/Stop, for Nsight
-Compute. Exploratory: the evidence for the library is scripts/vs_inductor.py.
+Compute. Exploratory (its findings are in results/kernel_notes.md); the evidence for the
+library is scripts/vs_inductor.py.
 
     python scripts/tail_variants.py --out DIR
 """
@@ -28,8 +29,7 @@ sys.path.insert(0, str(REPO))
 import bench  # noqa: E402
 
 VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 4: "lean_ef_pdl_wave", 5: "lean_pdl",
-            6: "lean_ef_pdl_prefetch", 7: "lean_ef_prefetch", 8: "lean_ef_pdl_pairs",
-            9: "empty_kernel", 10: "unordered_read", 11: "lean_ef_pdl_u1", 12: "lean_ef_pdl_u2"}
+            9: "empty_kernel", 10: "unordered_read"}
 NOT_A_TAIL = ("empty_kernel", "unordered_read")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
 CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "float32"),
@@ -38,6 +38,7 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
 
 
 def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
+    out_dir.mkdir(parents=True, exist_ok=True)
     major, minor = torch.cuda.get_device_capability()
     so = out_dir / "tail_variants.so"
     cmd = ["nvcc", "-O3", "--fmad=false", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}",
@@ -54,6 +55,12 @@ def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
                                ctypes.c_double, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                ctypes.c_void_p, ctypes.c_void_p]
     return lib
+
+
+def torch_version_code() -> int:
+    """major * 100 + minor of the installed torch: which reduction order to build."""
+    major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+    return major * 100 + minor
 
 
 def variant_fn(lib, variant: int, dtype_code: int, props, partials):
@@ -88,8 +95,7 @@ def main() -> int:
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-    lib = build(out_dir, major * 100 + minor)
+    lib = build(out_dir, torch_version_code())
     dev = torch.device("cuda")
     prop = torch.cuda.get_device_properties(dev)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)

@@ -1,0 +1,265 @@
+"""The fused tail against Inductor's compiled tail, the eager tail and torch.sum.
+
+Writes `vs_inductor.json` and `vs_inductor.md` into --out: for each shape and dtype,
+the bits of ours and of Inductor's against eager (torch.equal), and the time of each
+under four methods, all in one process:
+
+* kernelbench: KernelBench's "cuda_event" timing (3 warm-ups; per trial synchronize,
+  write 256 MB to flush L2, CUDA events around one call; median of 100 reported,
+  mean kept too). The host's time per call shows where it exceeds the GPU's.
+* do_bench: triton.testing.do_bench (calls queued back to back, each after a 256 MB
+  write flush; median), the GPU time with the host hidden behind the flush.
+* read_flush: bench.py's robust method (one call after a 256 MB read flush, median).
+* rotating: CUDA-graph replay of calls back to back over L2-cold copies (median).
+
+With Nsight Compute on the PATH it also profiles 1024 x 8192 fp32 (ours, Inductor's,
+an empty kernel and an unordered read of the same bytes on the same machine: what any
+kernel pays) and stores the durations under "ncu". "host_us" holds the host time per
+call of back-to-back calls on tiny inputs.
+
+    KB14_GIT_COMMIT=<sha> python scripts/vs_inductor.py --out results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+import bench  # noqa: E402
+import kernels  # noqa: E402
+
+SHAPES = [(128, 8192), (1024, 8192), (4096, 8192), (16384, 8192), (1024, 65536), (8192, 1024), (1000, 8191),
+          (3, 200003)]
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+METHODS = ("kernelbench", "do_bench", "read_flush", "rotating")
+
+
+def eager_tail(y):
+    return torch.sum(y / 2, dim=1, keepdim=True) * 1.5
+
+
+def ours(y):
+    return kernels.div_sum_scale(y, 2, 1.5)
+
+
+def row_sum(y):
+    return torch.sum(y, dim=1)
+
+
+def time_all(fn, y, copies, backend) -> dict:
+    import triton.testing
+
+    kb = bench.kernelbench_time(fn, (y,), backend=backend)
+    rf = bench.robust_time(fn, (y,), backend=backend, budget_s=0.3, min_calls=50, max_calls=300)
+    gr = bench.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
+    db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
+    return {"kernelbench": statistics.median(kb["times_ms"]) * 1e3, "kernelbench_mean": kb["mean_ms"] * 1e3,
+            "do_bench": db * 1e3, "read_flush": rf["median_ms"] * 1e3, "rotating": gr["median_ms"] * 1e3}
+
+
+def host_times() -> dict:
+    """Microseconds of host time per call, back-to-back calls on tiny CUDA inputs."""
+    from modelnew import ModelNewColsum
+
+    y = torch.randn(4, 256, device="cuda")
+    torch.manual_seed(0)
+    model = ModelNewColsum(256, 64, 1.5).cuda()
+    x = torch.randn(4, 256, device="cuda")
+    c = torch.randn(256, device="cuda")
+    op = torch.ops.kb14.div_sum_scale.default
+    fns = {"torch.sum": lambda: torch.sum(y, 1), "div_sum_scale": lambda: kernels.div_sum_scale(y, 2, 1.5),
+           "torch.ops.kb14.div_sum_scale": lambda: op(y, 2.0, 1.5), "eager tail": lambda: eager_tail(y),
+           "ModelNewColsum.forward": lambda: model(x), "torch.mv": lambda: torch.mv(x, c)}
+    out = {}
+    for name, fn in fns.items():
+        for _ in range(200):
+            fn()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(2000):
+                fn()
+            samples.append((time.perf_counter() - t0) / 2000 * 1e6)
+            torch.cuda.synchronize()
+        out[name] = statistics.median(samples)
+    return out
+
+
+def colsum_forward_rows(backend, l2) -> list[dict]:
+    """ModelNewColsum's forward against Inductor's compiled `x @ colsum * 0.75` at the
+    KernelBench size (both read the 32 MiB x once)."""
+    from modelnew import ModelNewColsum
+
+    torch.manual_seed(42)
+    model = ModelNewColsum(8192, 8192, 1.5).cuda()
+    x = torch.rand(1024, 8192, device="cuda")
+    model(x)  # the column sum is computed once and cached
+    colsum32 = model.weight.detach().sum(0)
+    compiled = torch.compile(lambda t: (t @ colsum32 * 0.75).unsqueeze(1), dynamic=False)
+    compiled(x)
+    copies = bench.rotating_copies(x, l2, cap=64)
+    rows = []
+    for name, fn in (("ModelNewColsum.forward", model), ("inductor x @ colsum", compiled),
+                     ("torch.mv", lambda t: torch.mv(t, colsum32))):
+        t = time_all(fn, x, copies, backend)
+        rows.append({"what": name, "shape": [1024, 8192], **{m: t[m] for m in METHODS}})
+    return rows
+
+
+def ncu_target() -> None:
+    """What `--ncu` profiles: each candidate three times in a cudaProfilerStart/Stop range."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import tail_variants
+
+    lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), tail_variants.torch_version_code())
+    prop = torch.cuda.get_device_properties(0)
+    props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
+    partials = torch.empty(1 << 20, device="cuda")
+    y = torch.randn(1024, 8192, device="cuda")
+    compiled = torch.compile(eager_tail, dynamic=False)
+    fns = {"ours": ours, "inductor": compiled,
+           "empty": tail_variants.variant_fn(lib, 9, 0, props, partials),
+           "unordered_read": tail_variants.variant_fn(lib, 10, 0, props, partials)}
+    for fn in fns.values():
+        fn(y)
+        fn(y)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for fn in fns.values():
+        for _ in range(3):
+            fn(y)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+def run_ncu() -> dict | None:
+    metrics = "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread"
+    cmd = ["ncu", "--clock-control", "none", "--cache-control", "all", "--profile-from-start", "off", "--metrics",
+           metrics, sys.executable, str(Path(__file__).resolve()), "--ncu-target"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": str(e)}
+    kinds = {"lean_rows_kernel": "ours", "split_row_kernel": "ours", "triton_": "inductor",
+             "empty_kernel": "empty", "unordered_read_kernel": "unordered_read"}
+    found: dict[str, list[dict]] = {}
+    for block in re.split(r"\n  (?=\S)", proc.stdout):
+        name = block.split("(")[0].strip()
+        kind = next((k for key, k in kinds.items() if key in name), None)
+        values = dict(re.findall(r"(gpu__time_duration\.sum|dram__throughput\.avg\.pct_of_peak_sustained_elapsed|"
+                                 r"launch__registers_per_thread)\s+\S+\s+([\d.,]+)", block))
+        if kind and values:
+            found.setdefault(kind, []).append({"kernel": name[:80], **{k: float(v.replace(",", ""))
+                                                                      for k, v in values.items()}})
+    summary = {k: {"duration_us_median": statistics.median(r["gpu__time_duration.sum"] for r in v),
+                   "dram_pct_median": statistics.median(r["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
+                                                        for r in v),
+                   "registers": v[0]["launch__registers_per_thread"], "kernel": v[0]["kernel"], "runs": len(v)}
+               for k, v in found.items()}
+    if not summary:
+        return {"error": (proc.stdout + proc.stderr)[-2000:]}
+    return {"shape": [1024, 8192], "dtype": "float32", "command": " ".join(cmd[:9]) + " ...", **summary}
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# The tail against Inductor ({result['gpu']}, torch {result['torch']}, commit {result['commit']})", "",
+             "Times in microseconds, medians; `bits` says whether the result equals the eager tail's bit for bit.",
+             f"Read ceiling (torch.sum of 2 GiB fp32) in the same run: {result['read_ceiling_gbps']:.0f} GB/s.", ""]
+    for method in METHODS:
+        lines += [f"## {method}", "", "| shape | dtype | ours | Inductor | eager | torch.sum | ours / Inductor | "
+                  "bits ours | bits Inductor | ours, % of read ceiling |", "|" + " --- |" * 10]
+        for r in result["rows"]:
+            if r["method"] != method:
+                continue
+            pct = r["bytes"] / (r["ours_us"] * 1e-6) / 1e9 / result["read_ceiling_gbps"] * 100
+            lines.append(f"| {r['shape'][0]} x {r['shape'][1]} | {r['dtype']} | {r['ours_us']:.2f} | "
+                         f"{r['inductor_us']:.2f} | {r['eager_us']:.2f} | {r['torch_sum_us']:.2f} | "
+                         f"{r['ours_us'] / r['inductor_us']:.3f} | {r['bits_ours']} | {r['bits_inductor']} | "
+                         f"{pct:.0f}% |")
+        lines.append("")
+    if result.get("ncu"):
+        lines += ["## Nsight Compute, 1024 x 8192 fp32 (kernel duration, median of 3)", "",
+                  "| kernel | duration us | DRAM % of peak | registers |", "| --- | --- | --- | --- |"]
+        for k, v in result["ncu"].items():
+            if isinstance(v, dict) and "duration_us_median" in v:
+                lines.append(f"| {k} (`{v['kernel'][:50]}`) | {v['duration_us_median']:.2f} | "
+                             f"{v['dram_pct_median']:.1f} | {v['registers']:.0f} |")
+        lines.append("")
+    if result.get("colsum_forward"):
+        lines += ["## ModelNewColsum's forward, 1024 x 8192 fp32", "", "| what | " + " | ".join(METHODS) + " |",
+                  "|" + " --- |" * (len(METHODS) + 1)]
+        for r in result["colsum_forward"]:
+            lines.append(f"| {r['what']} | " + " | ".join(f"{r[m]:.2f}" for m in METHODS) + " |")
+        lines.append("")
+    lines += ["## Host time per call (us, back-to-back calls on tiny CUDA inputs)", "",
+              "| call | us |", "| --- | --- |"]
+    lines += [f"| {k} | {v:.2f} |" for k, v in result["host_us"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="results")
+    parser.add_argument("--ncu-target", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--no-ncu", action="store_true")
+    args = parser.parse_args()
+    if args.ncu_target:
+        ncu_target()
+        return 0
+    if not torch.cuda.is_available():
+        raise SystemExit("vs_inductor.py needs a CUDA GPU")
+    dev = torch.device("cuda")
+    backend = bench.make_backend(dev)
+    l2 = bench.l2_cache_bytes(dev)
+    torch._dynamo.config.cache_size_limit = 64
+    compiled = torch.compile(eager_tail, dynamic=False)
+    big = torch.empty(2 << 30 >> 2, device=dev).uniform_()
+    read = bench.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
+    ceiling = big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
+    del big
+    rows = []
+    for dname, dtype in DTYPES.items():
+        for rows_, cols in SHAPES:
+            torch.manual_seed(0)
+            y = torch.randn(rows_, cols, device=dev, dtype=dtype)
+            ref = eager_tail(y)
+            bits = {"ours": bool(torch.equal(ours(y), ref)), "inductor": bool(torch.equal(compiled(y), ref))}
+            copies = bench.rotating_copies(y, l2, cap=64)
+            times = {name: time_all(fn, y, copies, backend)
+                     for name, fn in (("ours", ours), ("inductor", compiled), ("eager", eager_tail),
+                                      ("torch_sum", row_sum))}
+            for method in METHODS:
+                rows.append({"shape": [rows_, cols], "dtype": dname, "method": method, "bytes": y.numel() * y.element_size(),
+                             "ours_us": times["ours"][method], "inductor_us": times["inductor"][method],
+                             "eager_us": times["eager"][method], "torch_sum_us": times["torch_sum"][method],
+                             "bits_ours": bits["ours"], "bits_inductor": bits["inductor"]})
+                if method == "kernelbench":
+                    rows[-1]["means_us"] = {k: v["kernelbench_mean"] for k, v in times.items()}
+            print(f"{rows_}x{cols} {dname}: bits ours {bits['ours']} inductor {bits['inductor']}; rotating ours "
+                  f"{times['ours']['rotating']:.2f} inductor {times['inductor']['rotating']:.2f}", flush=True)
+            del copies, y
+    result = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+              "commit": bench.git_info()["commit"], "read_ceiling_gbps": ceiling, "rows": rows,
+              "colsum_forward": colsum_forward_rows(backend, l2), "host_us": host_times(),
+              "ncu": None if args.no_ncu else run_ncu()}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "vs_inductor.json").write_text(json.dumps(result, indent=1))
+    (out / "vs_inductor.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
