@@ -109,20 +109,31 @@ class ModelNewColsum(nn.Module):
             return None
         # The weak references pin identity: while they live, no new Parameter or
         # storage can reuse the old ones' addresses and pass for them.
-        return (weakref.ref(w), storage, version, _optimizer_steps, w.data_ptr(), w.device, w.dtype,
-                tuple(w.shape), w.stride())
+        return (weakref.ref(w), storage, version, _optimizer_steps, w.data_ptr(), w.device, w.dtype, w.shape,
+                w.stride())
 
-    def _key_matches(self, key) -> bool:
+    def _key_matches(self, w: torch.Tensor) -> bool:
+        # Compared field by field, cheapest first, without building a new key: this
+        # runs on every forward.
         old = self._colsum_key
-        if old is None or key is None:
+        if old is None:
             return False
-        w_ref, storage = old[0], old[1]
-        return (
-            w_ref() is self.weight
-            and not storage.expired()
-            and storage.cdata == key[1].cdata
-            and old[2:] == key[2:]
-        )
+        w_ref, storage, version, steps, ptr, device, dtype, shape, stride = old
+        try:
+            return (
+                w_ref() is w
+                and w._version == version
+                and steps == _optimizer_steps
+                and not storage.expired()
+                and w.untyped_storage()._cdata == storage.cdata
+                and w.data_ptr() == ptr
+                and w.dtype == dtype
+                and w.device == device
+                and w.shape == shape
+                and w.stride() == stride
+            )
+        except (RuntimeError, NotImplementedError):
+            return False
 
     def _apply(self, fn, *args, **kwargs):
         # .to() / .cuda() / .half() / ...: the weight's data is replaced; start over.
@@ -145,15 +156,14 @@ class ModelNewColsum(nn.Module):
         w = self.weight
         if torch.compiler.is_compiling():
             return kernels.colsum(w if differentiable else w.detach())
-        key = self._key(w)
-        stale = not self._key_matches(key)
+        stale = not self._key_matches(w)
         if not (stale or differentiable):
             return self._colsum_value
         with torch.set_grad_enabled(differentiable):
             value = kernels.colsum(w)
         if stale:
             self.colsum_refreshes += 1
-        self._colsum_value, self._colsum_key = value.detach(), key
+        self._colsum_value, self._colsum_key = value.detach(), self._key(w)
         return value
 
     def forward(self, x):

@@ -27,30 +27,23 @@ MATVEC = torch.ops.kb14.colsum_matvec.default
 
 
 def colsum(weight: torch.Tensor) -> torch.Tensor:
-    """`weight.sum(0)` accumulated and returned in fp64 (shape `(weight.shape[1],)`)."""
+    """`weight.sum(0)` accumulated and returned in fp64 (shape `(weight.shape[1],)`).
+    A wrong rank raises ValueError, a wrong dtype TypeError (from the op itself)."""
     if not isinstance(weight, torch.Tensor):
         raise TypeError(f"colsum: weight must be a torch.Tensor, got {type(weight).__name__}")
-    if weight.dim() != 2:  # also TORCH_CHECKed in C++; see kernels.ops.div_sum_scale
-        raise ValueError(f"colsum: weight must be 2-D (hidden, input), got {weight.dim()}-D with shape "
-                         f"{tuple(weight.shape)}")
     return COLSUM(weight)
 
 
 def colsum_matvec(x: torch.Tensor, colsum: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     """`scale * (x @ colsum)` as shape `(batch, 1)` and x's dtype, accumulated in fp64.
 
-    `colsum` must be a float64 vector (what `colsum()` returns) on x's device.
+    `colsum` must be a float64 vector (what `colsum()` returns) on x's device. Wrong
+    ranks or lengths raise ValueError, wrong dtypes TypeError (from the op itself).
     """
     if not isinstance(x, torch.Tensor) or not isinstance(colsum, torch.Tensor):
         raise TypeError("colsum_matvec: x and colsum must be torch.Tensors")
-    scale = as_number(scale, "colsum_matvec: scale")
-    if x.dim() != 2:
-        raise ValueError(f"colsum_matvec: x must be 2-D (batch, input), got {x.dim()}-D with shape {tuple(x.shape)}")
-    if colsum.dim() != 1:
-        raise ValueError(f"colsum_matvec: colsum must be 1-D (input,), got {colsum.dim()}-D with shape "
-                         f"{tuple(colsum.shape)}")
-    if x.shape[1] != colsum.shape[0]:
-        raise ValueError(f"colsum_matvec: x has {x.shape[1]} columns but colsum has {colsum.shape[0]} elements")
+    if type(scale) is not float:
+        scale = as_number(scale, "colsum_matvec: scale")
     return MATVEC(x, colsum, scale)
 
 
@@ -80,36 +73,5 @@ def _matvec_fake(x, colsum, scale):
 
 
 # ---- autograd ------------------------------------------------------------------------
-
-
-def _colsum_setup(ctx, inputs, output):
-    (weight,) = inputs
-    ctx.shape = weight.shape
-    ctx.dtype = weight.dtype
-
-
-def _colsum_backward(ctx, grad):
-    # d colsum[k] / d W[j, k] = 1: every row of W receives the same gradient.
-    return grad.to(ctx.dtype).unsqueeze(0).expand(ctx.shape)
-
-
-def _matvec_setup(ctx, inputs, output):
-    x, colsum, scale = inputs
-    ctx.scale = scale
-    ctx.x_dtype = x.dtype
-    ctx.save_for_backward(x if ctx.needs_input_grad[1] else None, colsum if ctx.needs_input_grad[0] else None)
-
-
-def _matvec_backward(ctx, grad):
-    x, colsum = ctx.saved_tensors
-    g = grad.double() * ctx.scale  # (batch, 1)
-    grad_x = grad_c = None
-    if ctx.needs_input_grad[0]:
-        grad_x = (g * colsum.unsqueeze(0)).to(ctx.x_dtype)
-    if ctx.needs_input_grad[1]:
-        grad_c = x.double().t() @ g.squeeze(1)
-    return grad_x, grad_c, None
-
-
-torch.library.register_autograd("kb14::colsum", _colsum_backward, setup_context=_colsum_setup)
-torch.library.register_autograd("kb14::colsum_matvec", _matvec_backward, setup_context=_matvec_setup)
+# Registered from C++ (colsum.cpp): a Python autograd kernel would cost every call a
+# few microseconds of Python.

@@ -20,6 +20,7 @@
 #include <ATen/Version.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -31,11 +32,10 @@
 namespace kb14 {
 
 void check_div_sum_scale_inputs(const at::Tensor& y) {
-  KB14_CHECK(y.dim() == 2, "div_sum_scale: y must be 2-D (rows, columns), got ", y.dim(),
-              "-D with shape ", y.sizes());
+  KB14_CHECK_VALUE(y.dim() == 2, "div_sum_scale: y must be 2-D (rows, columns), got ", y.dim(),
+                   "-D with shape ", y.sizes());
   const auto dt = y.scalar_type();
-  KB14_CHECK(is_float_dtype(dt),
-              "div_sum_scale: y must be float32, float64, float16 or bfloat16, got ", dt);
+  KB14_CHECK_TYPE(is_float_dtype(dt), "div_sum_scale: y must be float32, float64, float16 or bfloat16, got ", dt);
   KB14_CHECK(y.layout() == at::kStrided, "div_sum_scale: y must be a dense (strided) tensor, got layout ",
               y.layout());
 }
@@ -299,8 +299,49 @@ at::Tensor div_sum_scale_cpu(const at::Tensor& y, double divisor, double scale) 
 }  // namespace
 }  // namespace kb14
 
+namespace kb14 {
+namespace {
+
+// The op's autograd, in C++ so that a call pays no Python on its way to the kernel.
+// The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
+// DivBackward), so the gradient has the reference's bits.
+class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& y, double divisor,
+                            double scale) {
+    ctx->saved_data["sizes"] = y.sym_sizes();
+    ctx->saved_data["divisor"] = divisor;
+    ctx->saved_data["scale"] = scale;
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("kb14::div_sum_scale", "")
+                               .typed<at::Tensor(const at::Tensor&, double, double)>();
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(y, divisor, scale);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto sizes = ctx->saved_data["sizes"].toSymIntVector();
+    const double divisor = ctx->saved_data["divisor"].toDouble();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    at::Tensor grad_y = at::div(at::mul(grads[0], scale).expand_symint(sizes), divisor);
+    return {grad_y, at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale) {
+  return DivSumScaleFunction::apply(y, divisor, scale);
+}
+
+}  // namespace
+}  // namespace kb14
+
 TORCH_LIBRARY(kb14, m) {
   m.def("div_sum_scale(Tensor y, float divisor, float scale) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(kb14, Autograd, m) {
+  m.impl("div_sum_scale", &kb14::div_sum_scale_autograd);
 }
 
 TORCH_LIBRARY_IMPL(kb14, CPU, m) {

@@ -362,17 +362,17 @@ def test_bad_inputs():
     c = torch.randn(5, dtype=torch.float64)
     with pytest.raises(ValueError, match="must be 2-D"):
         colsum(torch.randn(5))
-    with pytest.raises(RuntimeError, match="float32, float64, float16 or bfloat16"):
+    with pytest.raises(TypeError, match="float32, float64, float16 or bfloat16"):
         colsum(torch.ones(3, 5, dtype=torch.int32))
     with pytest.raises(ValueError, match="x must be 2-D"):
         colsum_matvec(torch.randn(5), c, 1.0)
     with pytest.raises(ValueError, match="colsum must be 1-D"):
         colsum_matvec(torch.randn(2, 5), c[None], 1.0)
-    with pytest.raises(RuntimeError, match="colsum must be float64"):
+    with pytest.raises(TypeError, match="colsum must be float64"):
         colsum_matvec(torch.randn(2, 5), c.float(), 1.0)
     with pytest.raises(ValueError, match="x has 4 columns but colsum has 5"):
         colsum_matvec(torch.randn(2, 4), c, 1.0)
-    with pytest.raises(RuntimeError, match="x must be float32"):
+    with pytest.raises(TypeError, match="x must be float32"):
         colsum_matvec(torch.ones(2, 5, dtype=torch.int64), c, 1.0)
     with pytest.raises(TypeError, match="scale must be"):
         colsum_matvec(torch.randn(2, 5), c, torch.tensor(1.0))

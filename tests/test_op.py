@@ -36,9 +36,9 @@ def test_gradcheck_float64():
 @pytest.mark.parametrize(
     "y,error,match",
     [
-        (torch.randn(4), ValueError, r"2-D \(rows, columns\), got 1-D with shape \(4,\)"),
+        (torch.randn(4), ValueError, r"2-D \(rows, columns\), got 1-D with shape \[4\]"),
         (torch.randn(2, 3, 4), ValueError, "2-D"),
-        (torch.ones(4, 5, dtype=torch.int32), TypeError, "float32, float64, float16 or bfloat16, got torch.int32"),
+        (torch.ones(4, 5, dtype=torch.int32), TypeError, "float32, float64, float16 or bfloat16, got Int"),
         (torch.ones(4, 5, dtype=torch.complex64), TypeError, "float32, float64, float16 or bfloat16"),
     ],
 )
@@ -48,7 +48,7 @@ def test_bad_tensors_are_named(y, error, match):
 
 
 def test_the_op_itself_checks_dtype():
-    with pytest.raises(RuntimeError, match="float32, float64, float16 or bfloat16"):
+    with pytest.raises(TypeError, match="float32, float64, float16 or bfloat16"):
         kernels.ops.OP(torch.ones(4, 5, dtype=torch.int32), 2.0, 1.5)
 
 
