@@ -39,3 +39,19 @@ def test_sm90_build_has_no_spills(tmp_path, source, torch_version):
     assert kernels, report[-3000:]
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
     assert len(spills) >= len(kernels) and not any(spills), report[-3000:]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
+@pytest.mark.parametrize("torch_version", [209, 211])
+def test_tail_kernels_build_without_torch_headers(tmp_path, torch_version):
+    # scripts/tail_variants.cu includes kernels/tail_kernels.cuh and nothing of torch:
+    # with no torch include path it must still compile, without spills.
+    cmd = [NVCC, "-c", str(jit.SOURCE_DIR.parent / "scripts" / "tail_variants.cu"), "-o", str(tmp_path / "t.o"),
+           "-gencode=arch=compute_90,code=sm_90", "-std=c++17", "-O3", "--fmad=false", "-Xptxas=-v",
+           f"-DKB14_TORCH_VERSION={torch_version}", f"-I{jit.SOURCE_DIR}"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report[-3000:]
+    assert "lean_rows_kernel" in report
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
+    assert spills and not any(spills), report[-3000:]
