@@ -907,11 +907,14 @@ def run_sweep(args, device: torch.device, backend: Backend, ceilings: dict, l2: 
         if launch_bound:
             sets = [(t,) for t in rotating_copies(y, l2, 100)]
         point: dict[str, Any] = {"batch": bb, "hidden": hh, "bytes": nbytes, "variants": {}}
+        with torch.no_grad():
+            reference_bits = eager(y)
         for vname, fn in variants.items():
             v: dict[str, Any] = {"error": None}
             try:
                 with torch.no_grad():
-                    fn(y)
+                    # Whether this variant returns the eager tail's bits at this point.
+                    v["bits_equal_eager"] = bool(torch.equal(fn(y), reference_bits))
                     backend.sync()
                     if cuda:
                         rb = robust_time(fn, (y,), warmup=5, min_calls=10, max_calls=args.repeats or 200,
@@ -946,7 +949,7 @@ def run_sweep(args, device: torch.device, backend: Backend, ceilings: dict, l2: 
     return {"points": points, "launch_bound_bytes": LAUNCH_BOUND_BYTES,
             "note": "batch swept at the default hidden, hidden at the default batch; "
                     "time_ms is the cuda-graph median for launch-bound points, else the "
-                    "L2-flushed median"}
+                    "L2-flushed median; bits_equal_eager: torch.equal with the eager tail"}
 
 
 PAIRED_ROUNDS = 60
@@ -1106,14 +1109,15 @@ def format_table(result: dict) -> str:
         names = sorted({k for p in sw["points"] for k in p["variants"]},
                        key=["ours", "eager", "compiled"].index)
         hdr = f"{'batch':>6} {'hidden':>6} {'MiB':>8} " + " ".join(
-            f"{n + ' time':>11} {'%rd':>5}" for n in names) + f" {'x eager':>8} {'x comp':>7} method"
+            f"{n + ' time':>11} {'%rd':>5} {'bits':>4}" for n in names) + f" {'x eager':>8} {'x comp':>7} method"
         lines += ["", "sweep (tail only)", hdr, "-" * len(hdr)]
         for p in sw["points"]:
             cells = []
             for n in names:
                 v = p["variants"][n]
                 pct = v.get("pct_of_read_ceiling")
-                cells.append(f"{_fmt_time(v.get('time_ms')):>11} {(f'{pct:.0f}' if pct else '-'):>5}")
+                bits = {True: "==", False: "!="}.get(v.get("bits_equal_eager"), "-")
+                cells.append(f"{_fmt_time(v.get('time_ms')):>11} {(f'{pct:.0f}' if pct else '-'):>5} {bits:>4}")
             sp = lambda v: f"{v:.2f}" if v else "-"  # noqa: E731
             lines.append(f"{p['batch']:>6} {p['hidden']:>6} {p['bytes'] / MiB:>8.3f} " + " ".join(cells)
                          + f" {sp(p['speedup_vs_eager']):>8} {sp(p.get('speedup_vs_compiled')):>7} "

@@ -256,6 +256,8 @@ def test_json_sweep(tiny_result):
         assert set(p["variants"]) == {"ours", "eager"}
         for v in p["variants"].values():
             assert v["error"] is None and v["time_ms"] > 0 and v["pct_of_read_ceiling"] > 0
+        assert p["variants"]["ours"]["bits_equal_eager"] is True
+        assert p["variants"]["eager"]["bits_equal_eager"] is True
         assert p["speedup_vs_eager"] > 0
 
 
