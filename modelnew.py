@@ -36,9 +36,9 @@ def _count_optimizer_step(optimizer, args, kwargs) -> None:
 register_optimizer_step_post_hook(_count_optimizer_step)
 
 
-def _check_input(model: nn.Module, x) -> None:
-    """x must be (batch, input_size) with the weight's dtype and device: say which is off."""
-    w, name = model.weight, type(model).__name__
+def _check_input(model: nn.Module, w: torch.Tensor, x) -> None:
+    """x must be (batch, input_size) with the weight w's dtype and device: say which is off."""
+    name = type(model).__name__
     if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != w.shape[1]:
         shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"{name}: x must be a 2-D tensor (batch, {w.shape[1]}), got {shape}")
@@ -57,8 +57,9 @@ class ModelNew(nn.Module):
         self.scaling_factor = scaling_factor
 
     def forward(self, x):
-        _check_input(self, x)
-        y = torch.matmul(x, self.weight.T)
+        w = self.weight  # a Parameter lookup costs a Module.__getattr__: once per call
+        _check_input(self, w, x)
+        y = torch.matmul(x, w.T)
         return kernels.div_sum_scale(y, DIVISOR, self.scaling_factor)
 
 
@@ -114,21 +115,21 @@ class ModelNewColsum(nn.Module):
 
     def _key_matches(self, w: torch.Tensor) -> bool:
         # Compared field by field, cheapest first, without building a new key: this
-        # runs on every forward.
+        # runs on every forward. The key's weak references keep the old Parameter's and
+        # storage's addresses from being reused, so equal addresses mean the same
+        # objects (and the same storage means the same device).
         old = self._colsum_key
         if old is None:
             return False
-        w_ref, storage, version, steps, ptr, device, dtype, shape, stride = old
+        w_ref, storage, version, steps, ptr, _device, dtype, shape, stride = old
         try:
             return (
                 w_ref() is w
                 and w._version == version
                 and steps == _optimizer_steps
-                and not storage.expired()
                 and w.untyped_storage()._cdata == storage.cdata
                 and w.data_ptr() == ptr
                 and w.dtype == dtype
-                and w.device == device
                 and w.shape == shape
                 and w.stride() == stride
             )
@@ -150,10 +151,11 @@ class ModelNewColsum(nn.Module):
         """W.sum(0) in fp64, from the cache when the weight has not changed (no autograd)."""
         return self._colsum(differentiable=False)
 
-    def _colsum(self, differentiable: bool) -> torch.Tensor:
+    def _colsum(self, differentiable: bool, w: torch.Tensor | None = None) -> torch.Tensor:
         # A differentiable column sum is always recomputed through the op (autograd
         # registered), so that gradients reach the weight; its value refreshes the cache.
-        w = self.weight
+        if w is None:
+            w = self.weight
         if torch.compiler.is_compiling():
             return kernels.colsum(w if differentiable else w.detach())
         stale = not self._key_matches(w)
@@ -167,6 +169,7 @@ class ModelNewColsum(nn.Module):
         return value
 
     def forward(self, x):
-        _check_input(self, x)
-        differentiable = torch.is_grad_enabled() and self.weight.requires_grad
-        return kernels.colsum_matvec(x, self._colsum(differentiable), self.scaling_factor / DIVISOR)
+        w = self.weight  # a Parameter lookup costs a Module.__getattr__: once per call
+        _check_input(self, w, x)
+        differentiable = torch.is_grad_enabled() and w.requires_grad
+        return kernels.colsum_matvec(x, self._colsum(differentiable, w), self.scaling_factor / DIVISOR)

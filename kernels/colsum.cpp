@@ -243,8 +243,25 @@ class ColsumMatvecFunction : public torch::autograd::Function<ColsumMatvecFuncti
   }
 };
 
-at::Tensor colsum_autograd(const at::Tensor& w) { return ColsumFunction::apply(w); }
+// Without a graph to record, straight to the kernel, without an autograd node.
+at::Tensor colsum_autograd(const at::Tensor& w) {
+  if (!(at::GradMode::is_enabled() && w.requires_grad())) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("kb14::colsum", "")
+                               .typed<at::Tensor(const at::Tensor&)>();
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(w);
+  }
+  return ColsumFunction::apply(w);
+}
 at::Tensor colsum_matvec_autograd(const at::Tensor& x, const at::Tensor& c, double scale) {
+  if (!(at::GradMode::is_enabled() && (x.requires_grad() || c.requires_grad()))) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("kb14::colsum_matvec", "")
+                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(x, c, scale);
+  }
   return ColsumMatvecFunction::apply(x, c, scale);
 }
 

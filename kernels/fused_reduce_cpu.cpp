@@ -330,6 +330,14 @@ class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction
 };
 
 at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale) {
+  if (!(at::GradMode::is_enabled() && y.requires_grad())) {
+    // No graph to record: straight to the kernel, without an autograd node.
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("kb14::div_sum_scale", "")
+                               .typed<at::Tensor(const at::Tensor&, double, double)>();
+    const at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return op.call(y, divisor, scale);
+  }
   return DivSumScaleFunction::apply(y, divisor, scale);
 }
 
