@@ -1,0 +1,94 @@
+"""How long a new user waits: fresh processes, an empty build cache, then a warm one.
+
+For each of `--runs` repetitions, in a new process each time:
+
+* `import torch` alone (the baseline);
+* `import torch, kernels` with an empty cache (builds) and again with the warm cache;
+* first ModelNew output at the KernelBench sizes on the device, from process start,
+  empty cache and warm cache.
+
+    python scripts/first_use.py --device cpu --out results/first_use_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+IMPORT_TORCH = "import time; t0 = time.perf_counter(); import torch; print('SECONDS', time.perf_counter() - t0)"
+IMPORT_KERNELS = ("import time; t0 = time.perf_counter(); import torch, kernels; "
+                  "print('SECONDS', time.perf_counter() - t0)")
+FIRST_OUTPUT = """
+import time; t0 = time.perf_counter()
+import torch
+import reference
+from modelnew import ModelNew
+device = torch.device({device!r})
+torch.manual_seed(42)
+model = ModelNew(*reference.get_init_inputs()).to(device)
+x = reference.get_inputs()[0].to(device)
+with torch.no_grad():
+    out = model(x)
+if device.type == "cuda":
+    torch.cuda.synchronize()
+print('SECONDS', time.perf_counter() - t0)
+"""
+
+
+def timed(code: str, cache: Path) -> float:
+    # The process's own clock starts after the interpreter: add what `python -c pass` costs.
+    env = dict(os.environ, PYTHONPATH=str(ROOT), KB14_CACHE_DIR=str(cache))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-2000:])
+    return float(proc.stdout.split("SECONDS")[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    rows: dict[str, list[float]] = {k: [] for k in ("import torch", "import kernels, empty cache",
+                                                    "import kernels, warm cache", "first ModelNew output, empty cache",
+                                                    "first ModelNew output, warm cache")}
+    first = FIRST_OUTPUT.format(device=args.device)
+    for _ in range(args.runs):
+        cache = Path(tempfile.mkdtemp(prefix="kb14_first_use_"))
+        try:
+            rows["import torch"].append(timed(IMPORT_TORCH, cache))
+            rows["first ModelNew output, empty cache"].append(timed(first, cache))
+            rows["first ModelNew output, warm cache"].append(timed(first, cache))
+            shutil.rmtree(cache)
+            cache.mkdir()
+            rows["import kernels, empty cache"].append(timed(IMPORT_KERNELS, cache))
+            rows["import kernels, warm cache"].append(timed(IMPORT_KERNELS, cache))
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    import torch
+
+    result = {"device": args.device, "torch": torch.__version__, "cpus": os.cpu_count(),
+              "machine": platform.machine(), "runs": args.runs,
+              "seconds": {k: {"median": statistics.median(v), "all": v} for k, v in rows.items()},
+              "note": "seconds from the start of each process's Python code (interpreter start not counted)"}
+    for k, v in result["seconds"].items():
+        print(f"{k:38s} {v['median']:7.2f} s  {['%.2f' % t for t in v['all']]}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
