@@ -27,6 +27,9 @@ import argparse
 import importlib
 import importlib.util
 import json
+import ast
+import contextlib
+import copy
 import math
 import os
 import sys
@@ -48,6 +51,7 @@ KERNELBENCH_TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
 # Tolerances at which the per-trial pass rate is reported.
 SWEEP_TOLS = (1e-4, 1e-3, 1e-2)
 
+REPO_DIR = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODEL = "modelnew:ModelNew"
 DEFAULT_REFERENCE = "reference:Model"
 
@@ -230,19 +234,79 @@ def _oracle_error(out: torch.Tensor, truth: torch.Tensor) -> dict:
 # ------------------------------------------------------------------------- the check
 
 
-def resolve_sizes(reference_module, batch=None, input_size=None, hidden=None, scale=None) -> tuple[dict, bool]:
-    """The problem sizes: KernelBench's (from the reference module) unless overridden."""
-    overridden = any(v is not None for v in (batch, input_size, hidden, scale))
-    default_init = list(reference_module.get_init_inputs())
-    sizes = {
-        "batch": batch if batch is not None else getattr(reference_module, "batch_size", None),
-        "input": input_size if input_size is not None else default_init[0],
-        "hidden": hidden if hidden is not None else default_init[1],
-        "scale": scale if scale is not None else default_init[2],
-    }
-    if overridden and sizes["batch"] is None:
-        raise CheckError("--batch is needed: the reference module has no batch_size")
-    return sizes, overridden
+# This problem's size flags, as the module-level names of its KernelBench file.
+SIZE_FLAGS = {"batch": "batch_size", "input": "input_size", "hidden": "hidden_size", "scale": "scaling_factor"}
+
+
+def problem_values(module) -> dict:
+    """The module-level numbers of a problem file (its sizes): what `--set` can change."""
+    def plain(v):
+        return isinstance(v, (bool, int, float)) or (isinstance(v, tuple) and all(isinstance(e, (int, float)) for e in v))
+
+    return {k: v for k, v in vars(module).items() if not k.startswith("_") and plain(v)}
+
+
+@contextlib.contextmanager
+def problem_overrides(module, sets: dict):
+    """The problem file with some module-level values replaced (`--set name=value`), for
+    the duration of the check: KernelBench's get_inputs and get_init_inputs read them
+    when called. The old values come back afterwards."""
+    known = problem_values(module)
+    unknown = [k for k in sets if k not in known]
+    if unknown:
+        raise CheckError(f"the reference module has no module-level value {', '.join(map(repr, unknown))} "
+                         f"to set; it has: {', '.join(sorted(known)) or 'none'}")
+    old = {k: getattr(module, k) for k in sets}
+    try:
+        for k, v in sets.items():
+            setattr(module, k, v)
+        yield
+    finally:
+        for k, v in old.items():
+            setattr(module, k, v)
+
+
+def parse_sets(items: Optional[list]) -> dict:
+    """`name=value` pairs; values are Python literals (8192, 1.5, (3, 3), True)."""
+    out = {}
+    for item in items or []:
+        name, eq, text = item.partition("=")
+        if not eq or not name.isidentifier():
+            raise CheckError(f"--set wants name=value, got {item!r}")
+        try:
+            out[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            raise CheckError(f"--set {name}: {text!r} is not a Python literal") from None
+    return out
+
+
+def resolve_sizes(reference_module, batch=None, input_size=None, hidden=None, scale=None,
+                  sets: Optional[dict] = None) -> tuple[dict, dict]:
+    """This problem's sizes (KernelBench's unless overridden) and every override as
+    module-level names: the size flags map to this problem's names."""
+    sets = dict(sets or {})
+    for flag, value in (("batch", batch), ("input", input_size), ("hidden", hidden), ("scale", scale)):
+        if value is not None:
+            name = SIZE_FLAGS[flag]
+            if not hasattr(reference_module, name):
+                raise CheckError(f"--{flag} sets {name}, which the reference module does not have; "
+                                 f"use --set NAME=VALUE for this problem's values")
+            sets[name] = value
+    values = {**problem_values(reference_module), **sets}
+    sizes = {flag: values[name] for flag, name in SIZE_FLAGS.items() if name in values}
+    return sizes, sets
+
+
+def is_this_problem(ref_cls) -> bool:
+    """The reference is this repository's reference.Model (KernelBench L2/14), whose
+    exact answer has a closed form; any other problem gets the fp64 run as its oracle."""
+    module = sys.modules.get(ref_cls.__module__)
+    path = getattr(module, "__file__", None)
+    return path is not None and os.path.abspath(path) == os.path.join(REPO_DIR, "reference.py")
+
+
+def _double_inputs(inputs: list) -> list:
+    return [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
 def run_check(
@@ -259,6 +323,7 @@ def run_check(
     atol: Optional[float] = None,
     rtol: Optional[float] = None,
     progress: Optional[Callable[[str], None]] = None,
+    sets: Optional[dict] = None,
 ) -> dict:
     """Run the check and return its JSON-able result (see README for the schema).
 
@@ -284,19 +349,24 @@ def run_check(
     try:
         ref_cls = load_class(reference, "Model") if isinstance(reference, str) else reference
         ref_module = sys.modules[ref_cls.__module__]
-        sizes, overridden = resolve_sizes(ref_module, batch, input_size, hidden, scale)
+        sizes, overrides = resolve_sizes(ref_module, batch, input_size, hidden, scale, sets)
     except CheckError:
         raise
     except Exception as exc:
         raise CheckError(f"cannot load the reference {_describe(reference)}: {type(exc).__name__}: {exc}") from exc
+    with problem_overrides(ref_module, overrides):
+        try:
+            init_inputs = list(ref_module.get_init_inputs())
+        except Exception as exc:
+            raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
+        return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
+                          dtype, torch_dtype, atol, rtol, kb_tol, say, started)
 
-    if overridden:
-        init_inputs = [sizes["input"], sizes["hidden"], sizes["scale"]]
-        # Same distribution as reference.get_inputs(), at the requested size.
-        make_inputs = lambda: [torch.rand(sizes["batch"], sizes["input"])]  # noqa: E731
-    else:
-        init_inputs = list(ref_module.get_init_inputs())
-        make_inputs = ref_module.get_inputs
+
+def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev, dtype,
+               torch_dtype, atol, rtol, kb_tol, say, started) -> dict:
+    make_inputs = ref_module.get_inputs
+    overridden = bool(overrides)
 
     result: dict = {
         "schema_version": SCHEMA_VERSION,
@@ -316,6 +386,10 @@ def run_check(
             "init_seed": KERNELBENCH_SEED,
             "sizes": sizes,
             "sizes_overridden": overridden,
+            "overrides": overrides,
+            "problem_values": {k: list(v) if isinstance(v, tuple) else v
+                               for k, v in {**problem_values(ref_module), **overrides}.items()},
+            "oracle": "closed form (fp64)" if is_this_problem(ref_cls) else "the reference run in float64",
             "atol": atol,
             "rtol": rtol,
             "kernelbench_tol": kb_tol,
@@ -352,10 +426,17 @@ def run_check(
             return _finish(result, started, "construct_error")
         result["seconds"]["construct"] = time.perf_counter() - started
 
-        # The oracle needs this problem's structure: one weight (hidden, input) and a scale.
-        weight = getattr(ref_model, "weight", None)
-        colsum64 = weight.sum(0, dtype=torch.float64) if isinstance(weight, torch.Tensor) and weight.dim() == 2 else None
-        oracle_scale = getattr(ref_model, "scaling_factor", sizes["scale"])
+        # The fp64 oracle. This problem's exact answer is x @ W.sum(0) * (s / 2) with the
+        # weight the reference holds; any other problem's is its reference run in float64.
+        colsum64 = oracle_scale = oracle_model = None
+        if is_this_problem(ref_cls):
+            colsum64 = ref_model.weight.sum(0, dtype=torch.float64)
+            oracle_scale = ref_model.scaling_factor
+        else:
+            try:
+                oracle_model = copy.deepcopy(ref_model).to(torch.float64)
+            except Exception:  # noqa: BLE001 - no oracle, then; the check goes on
+                oracle_model = None
 
         seeds = kernelbench_trial_seeds(trials, seed)
         every = max(1, math.ceil(trials / 20))  # about 20 progress lines at most
@@ -363,7 +444,7 @@ def run_check(
         for i, trial_seed in enumerate(seeds):
             trial = _run_trial(
                 i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
-                atol, rtol, kb_tol, colsum64, oracle_scale, history,
+                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model,
             )
             result["trials"].append(trial.pop("_record"))
             rec = result["trials"][-1]
@@ -384,7 +465,7 @@ def run_check(
 
 
 def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
-               atol, rtol, kb_tol, colsum64, oracle_scale, history) -> dict:
+               atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None) -> dict:
     """One trial: fresh inputs, each model on its own copy, then every check."""
     rec: dict = {
         "index": i, "seed": trial_seed, "status": "pass", "reasons": [],
@@ -479,9 +560,18 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         history.append((ref_out.detach().clone(), new_out.detach().clone()))
 
     x = pristine[0] if pristine and isinstance(pristine[0], torch.Tensor) else None
+    truth = None
     if colsum64 is not None and x is not None and x.dim() == 2 and x.shape[1] == colsum64.shape[0] \
             and ref_out.shape == (x.shape[0], 1):
         truth = oracle_output(x, None, oracle_scale, colsum64)
+    elif oracle_model is not None:
+        try:
+            truth = oracle_model(*_double_inputs(pristine))
+        except Exception:  # noqa: BLE001 - an op without float64 support: no oracle for this trial
+            truth = None
+        if not isinstance(truth, torch.Tensor) or truth.shape != ref_out.shape:
+            truth = None
+    if truth is not None:
         rec["oracle"] = {"reference": _oracle_error(ref_out, truth), "candidate": _oracle_error(new_out, truth)}
 
     rec["status"] = "fail" if rec["reasons"] else "pass"
@@ -640,11 +730,15 @@ def _hints(result: dict) -> list:
 def format_report(result: dict, max_rows: int = 20) -> str:
     cfg, s, trials = result["config"], result["summary"], result["trials"]
     sz = cfg["sizes"]
+    if set(sz) == set(SIZE_FLAGS):  # this problem's sizes, as before
+        shown = f"batch {sz['batch']}, input {sz['input']}, hidden {sz['hidden']}, scale {sz['scale']}"
+    else:
+        shown = ", ".join(f"{k} {v}" for k, v in cfg.get("problem_values", {}).items()) or "no module-level sizes"
     lines = [
         result["message"],
         f"  candidate {cfg['model']} vs reference {cfg['reference']}; {cfg['dtype']} on {cfg['device']} "
-        f"({cfg['device_name']}); batch {sz['batch']}, input {sz['input']}, hidden {sz['hidden']}, "
-        f"scale {sz['scale']}{' (overridden)' if cfg['sizes_overridden'] else ' (KernelBench sizes)'}; "
+        f"({cfg['device_name']}); {shown}"
+        f"{' (overridden)' if cfg['sizes_overridden'] else ' (KernelBench sizes)'}; "
         f"trial seeds from {cfg['seed']}",
     ]
     if trials:
@@ -701,10 +795,13 @@ def format_report(result: dict, max_rows: int = 20) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="check.py",
-        description="Check a candidate against reference.Model the way KernelBench does, and explain failures.")
+        description="Check a candidate against a KernelBench problem's Model (by default this "
+                    "repository's reference.Model) the way KernelBench does, and explain failures.")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="candidate as MODULE:CLASS or path/to/file.py:CLASS (default %(default)s)")
-    p.add_argument("--reference", default=DEFAULT_REFERENCE, help="reference as MODULE:CLASS (default %(default)s)")
+    p.add_argument("--reference", default=DEFAULT_REFERENCE,
+                   help="reference as MODULE:CLASS or path/to/problem.py:Model, a file in KernelBench's format "
+                        "(Model, get_inputs, get_init_inputs) (default %(default)s)")
     p.add_argument("--trials", type=int, default=KERNELBENCH_TRIALS, help="number of trials (default %(default)s)")
     p.add_argument("--seed", type=int, default=KERNELBENCH_SEED,
                    help="seed for drawing the trial seeds (default %(default)s, KernelBench's); "
@@ -715,6 +812,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", dest="input_size", type=int, help="override input_size")
     p.add_argument("--hidden", type=int, help="override hidden_size")
     p.add_argument("--scale", type=float, help="override scaling_factor")
+    p.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE",
+                   help="override a module-level value of the reference's problem file (repeatable), "
+                        "e.g. --set batch_size=64 for any KernelBench problem")
     p.add_argument("--atol", type=float, help="override atol (default: KernelBench's for the dtype)")
     p.add_argument("--rtol", type=float, help="override rtol (default: KernelBench's for the dtype)")
     p.add_argument("--json", metavar="PATH", help="also write the full result as JSON")
@@ -730,7 +830,8 @@ def main(argv: Optional[list] = None) -> int:
         result = run_check(
             model=args.model, reference=args.reference, trials=args.trials, seed=args.seed,
             device=args.device, dtype=args.dtype, batch=args.batch, input_size=args.input_size,
-            hidden=args.hidden, scale=args.scale, atol=args.atol, rtol=args.rtol, progress=progress)
+            hidden=args.hidden, scale=args.scale, atol=args.atol, rtol=args.rtol, progress=progress,
+            sets=parse_sets(args.sets))
     except CheckError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         if args.json:

@@ -1,0 +1,85 @@
+"""check.py on other KernelBench problems (tests/problems/, in KernelBench's format):
+each problem's correct candidate passes and its wrong one fails for its own reason."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import check
+
+PROBLEMS = Path(__file__).resolve().parent / "problems"
+# problem -> why its wrong candidate must fail (the file's docstring says how it is wrong)
+WRONG_BECAUSE = {
+    "elementwise": "mismatch",
+    "reduction": "mismatch",
+    "softmax": "mismatch",
+    "gemm_epilogue": "mismatch",
+    "conv_bias_act": "wrong_shape",
+    "mlp": "wrong_dtype",
+    "several_inputs": "mutated_input",
+    "tuple_init": "forward_error",
+}
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _check(problem, candidate, device, **kwargs):
+    return check.run_check(model=f"{PROBLEMS / candidate}:ModelNew", reference=f"{PROBLEMS / problem}.py:Model",
+                           trials=3, device=device, **kwargs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("problem", sorted(WRONG_BECAUSE))
+def test_correct_candidate_passes(problem, device):
+    r = _check(problem, f"{problem}_ok.py", device)
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["config"]["oracle"] == "the reference run in float64"
+    # The oracle ran: both models' error against the fp64 run is known and small.
+    oracle = r["summary"]["oracle"]
+    assert oracle["reference"] is not None and oracle["candidate"] is not None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("problem", sorted(WRONG_BECAUSE))
+def test_wrong_candidate_fails_for_its_reason(problem, device):
+    r = _check(problem, f"{problem}_wrong.py", device)
+    assert r["verdict"] == "FAIL"
+    assert r["reason"] == WRONG_BECAUSE[problem], r["message"]
+
+
+def test_set_changes_a_problem_value_and_restores_it(tmp_path):
+    out = tmp_path / "r.json"
+    rc = check.main(["--reference", f"{PROBLEMS / 'elementwise.py'}:Model", "--model",
+                     f"{PROBLEMS / 'elementwise_ok.py'}:ModelNew", "--device", "cpu", "--trials", "2",
+                     "--set", "batch_size=3", "--set", "alpha=0.25", "--json", str(out), "--quiet"])
+    assert rc == 0
+    r = json.loads(out.read_text())
+    assert r["config"]["overrides"] == {"batch_size": 3, "alpha": 0.25}
+    assert r["config"]["sizes_overridden"] is True
+    assert all(t["reference_shape"] == [3, 300] for t in r["trials"])
+    import sys
+
+    module = next(m for m in sys.modules.values() if getattr(m, "__file__", None) == str(PROBLEMS / "elementwise.py"))
+    assert (module.batch_size, module.alpha) == (16, 2.0)
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--set", "no_such_size=3"], "no module-level value 'no_such_size'"),
+    (["--set", "batch_size"], "name=value"),
+    (["--set", "batch_size=abc"], "not a Python literal"),
+    (["--hidden", "3"], "use --set"),
+])
+def test_bad_overrides_are_named(argv, match, capsys):
+    rc = check.main(["--reference", f"{PROBLEMS / 'softmax.py'}:Model", "--model",
+                     f"{PROBLEMS / 'softmax_ok.py'}:ModelNew", "--device", "cpu", "--quiet", *argv])
+    assert rc == 2
+    assert match in capsys.readouterr().err
+
+
+def test_this_problem_keeps_its_closed_form_oracle():
+    r = check.run_check(model="reference:Model", trials=1, device="cpu", batch=8, input_size=16, hidden=32)
+    assert r["config"]["oracle"] == "closed form (fp64)"
+    assert r["config"]["sizes"] == {"batch": 8, "input": 16, "hidden": 32, "scale": 1.5}
+    assert r["trials"][0]["oracle"] is not None
+    assert torch.__version__  # the check ran in this process
