@@ -1,0 +1,8 @@
+"""The harness check.py and bench.py stand on, for any KernelBench problem.
+
+    problem    loading a problem file (Model, get_inputs, get_init_inputs, module-level
+               sizes that --set overrides) and a candidate class
+    protocol   KernelBench's seeds, precisions, tolerances and device moves
+    compare    comparisons with the reference and with an fp64 oracle
+    checker    the check: KernelBench's trials with diagnostics, and its report
+"""

@@ -1,0 +1,529 @@
+"""The check: KernelBench's trial protocol around a candidate, with diagnostics.
+
+`run_check` follows KernelBench exactly (seeds, order, `.to(device, dtype)`, shape
+check, `torch.allclose(ref, new, atol=tol, rtol=tol)`), and adds what KernelBench does
+not tell: bit-exactness, where and by how much the worst element fails, both models'
+error against an fp64 oracle, pass rates at several tolerances, and a verdict naming
+the reason for a broken candidate. `format_report` turns the result into text.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+import time
+from typing import Any, Callable, Optional
+
+import torch
+
+from harness.compare import SWEEP_TOLS, compare_outputs, oracle_error, oracle_output, pass_at
+from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
+                             load_class, problem_overrides, problem_values, resolve_sizes)
+from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS, clone,
+                              kernelbench_trial_seeds, set_seed, sync, to_device)
+
+SCHEMA_VERSION = 1
+
+DEFAULT_MODEL = "modelnew:ModelNew"
+DEFAULT_REFERENCE = "reference:Model"
+
+# Why a candidate fails, most fundamental first: the verdict names the first of these
+# that occurred in any trial, because a later one is usually a consequence of it
+# (a wrong shape makes the value comparison meaningless, and so on).
+REASONS = (
+    "import_error",      # the candidate's module or class could not be loaded
+    "construct_error",   # the constructor raised
+    "forward_error",     # forward (or the synchronize after it) raised
+    "not_a_tensor",      # forward returned something other than a Tensor
+    "wrong_shape",
+    "wrong_dtype",
+    "wrong_device",
+    "mutated_input",     # the candidate changed its input tensor
+    "nonfinite",         # NaN/Inf where the reference is finite
+    "stale_output",      # an earlier trial's output again, although the inputs changed
+    "mismatch",          # outside torch.allclose at the tolerance
+)
+
+
+
+def run_check(
+    model: Any = DEFAULT_MODEL,
+    reference: Any = DEFAULT_REFERENCE,
+    trials: int = KERNELBENCH_TRIALS,
+    seed: int = KERNELBENCH_SEED,
+    device: Optional[str] = None,
+    dtype: str = "fp32",
+    batch: Optional[int] = None,
+    input_size: Optional[int] = None,
+    hidden: Optional[int] = None,
+    scale: Optional[float] = None,
+    atol: Optional[float] = None,
+    rtol: Optional[float] = None,
+    progress: Optional[Callable[[str], None]] = None,
+    sets: Optional[dict] = None,
+) -> dict:
+    """Run the check and return its JSON-able result (see README for the schema).
+
+    `model` and `reference` are `MODULE:CLASS` / `file.py:CLASS` specs or classes.
+    Raises CheckError when the check itself cannot run; a failing candidate is a
+    result (verdict "FAIL"), never an exception.
+    """
+    say = progress or (lambda msg: None)
+    started = time.perf_counter()
+    if dtype not in DTYPES:
+        raise CheckError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
+    if trials < 1:
+        raise CheckError("--trials must be at least 1")
+    torch_dtype = DTYPES[dtype]
+    dev = torch.device(device if device else ("cuda" if torch.cuda.is_available() else "cpu"))
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise CheckError(f"device {dev} requested but torch.cuda.is_available() is False")
+    kb_tol = KERNELBENCH_TOL[dtype]
+    atol = kb_tol if atol is None else atol
+    rtol = kb_tol if rtol is None else rtol
+
+    # Reference: its failures are the check's failures (exit 2), not the candidate's.
+    try:
+        ref_cls = load_class(reference, "Model") if isinstance(reference, str) else reference
+        ref_module = sys.modules[ref_cls.__module__]
+        sizes, overrides = resolve_sizes(ref_module, batch, input_size, hidden, scale, sets)
+    except CheckError:
+        raise
+    except Exception as exc:
+        raise CheckError(f"cannot load the reference {describe(reference)}: {type(exc).__name__}: {exc}") from exc
+    with problem_overrides(ref_module, overrides):
+        try:
+            init_inputs = list(ref_module.get_init_inputs())
+        except Exception as exc:
+            raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
+        return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
+                          dtype, torch_dtype, atol, rtol, kb_tol, say, started)
+
+
+def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev, dtype,
+               torch_dtype, atol, rtol, kb_tol, say, started) -> dict:
+    make_inputs = ref_module.get_inputs
+    overridden = bool(overrides)
+
+    result: dict = {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": None,
+        "passed": False,
+        "reason": None,
+        "message": None,
+        "hints": [],
+        "config": {
+            "model": describe(model),
+            "reference": describe(reference),
+            "device": str(dev),
+            "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+            "dtype": dtype,
+            "trials": trials,
+            "seed": seed,
+            "init_seed": KERNELBENCH_SEED,
+            "sizes": sizes,
+            "sizes_overridden": overridden,
+            "overrides": overrides,
+            "problem_values": {k: list(v) if isinstance(v, tuple) else v
+                               for k, v in {**problem_values(ref_module), **overrides}.items()},
+            "oracle": "closed form (fp64)" if is_this_problem(ref_cls) else "the reference run in float64",
+            "atol": atol,
+            "rtol": rtol,
+            "kernelbench_tol": kb_tol,
+            "torch_version": torch.__version__,
+        },
+        "summary": None,
+        "trials": [],
+        "error": None,
+        "seconds": {},
+    }
+
+    with torch.no_grad():  # KernelBench runs both models under no_grad
+        say(f"constructing the reference {describe(reference)} {init_inputs} ...")
+        try:
+            set_seed(KERNELBENCH_SEED, dev)
+            ref_model = ref_cls(*init_inputs).to(device=dev, dtype=torch_dtype)
+        except Exception as exc:
+            raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}") from exc
+
+        say(f"loading and constructing the candidate {describe(model)} ...")
+        try:
+            new_cls = load_class(model) if isinstance(model, str) else model
+        except BaseException as exc:  # SystemExit from a candidate module must not end the check
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            result["error"] = error_info("import", exc)
+            return _finish(result, started, "import_error")
+        try:
+            set_seed(KERNELBENCH_SEED, dev)
+            new_model = new_cls(*init_inputs).to(device=dev, dtype=torch_dtype)
+            sync(dev)
+        except Exception as exc:
+            result["error"] = error_info("construct", exc)
+            return _finish(result, started, "construct_error")
+        result["seconds"]["construct"] = time.perf_counter() - started
+
+        # The fp64 oracle. This problem's exact answer is x @ W.sum(0) * (s / 2) with the
+        # weight the reference holds; any other problem's is its reference run in float64.
+        colsum64 = oracle_scale = oracle_model = None
+        if is_this_problem(ref_cls):
+            colsum64 = ref_model.weight.sum(0, dtype=torch.float64)
+            oracle_scale = ref_model.scaling_factor
+        else:
+            try:
+                oracle_model = copy.deepcopy(ref_model).to(torch.float64)
+            except Exception:  # noqa: BLE001 - no oracle, then; the check goes on
+                oracle_model = None
+
+        seeds = kernelbench_trial_seeds(trials, seed)
+        every = max(1, math.ceil(trials / 20))  # about 20 progress lines at most
+        history = []  # (reference, candidate) outputs of earlier trials that passed
+        for i, trial_seed in enumerate(seeds):
+            trial = _run_trial(
+                i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
+                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model,
+            )
+            result["trials"].append(trial.pop("_record"))
+            rec = result["trials"][-1]
+            if (i + 1) % every == 0 or i + 1 == trials or rec["status"] != "pass":
+                say(
+                    f"trial {i + 1}/{trials} seed {trial_seed}: {rec['status'].upper()}"
+                    + (f" ({', '.join(rec['reasons'])})" if rec["reasons"] else "")
+                    + f"  [{time.perf_counter() - started:.1f} s]"
+                )
+            if "forward_error" in rec["reasons"]:
+                # Later trials would raise again, and after a CUDA fault the context is gone.
+                result["error"] = trial["_error"]
+                break
+
+    reasons = [r for t in result["trials"] for r in t["reasons"]]
+    first = next((r for r in REASONS if r in reasons), None)
+    return _finish(result, started, first)
+
+
+def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
+               atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None) -> dict:
+    """One trial: fresh inputs, each model on its own copy, then every check."""
+    rec: dict = {
+        "index": i, "seed": trial_seed, "status": "pass", "reasons": [],
+        "kernelbench_pass": False, "bit_exact": False, "allclose": False,
+        "pass_at": {f"{t:g}": False for t in SWEEP_TOLS},
+        "reference_shape": None, "candidate_shape": None, "candidate_dtype": None, "candidate_device": None,
+        "comparison": None, "oracle": None, "nonfinite": None, "mutation": None, "seconds": {},
+    }
+    out: dict = {"_record": rec}
+
+    set_seed(trial_seed, dev)
+    pristine = [to_device(x, dev, torch_dtype) for x in make_inputs()]
+    ref_inputs = [clone(x) for x in pristine]
+    new_inputs = [clone(x) for x in pristine]
+
+    t0 = time.perf_counter()
+    try:
+        ref_out = ref_model(*ref_inputs)
+        sync(dev)
+    except Exception as exc:
+        raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}") from exc
+    rec["seconds"]["reference"] = time.perf_counter() - t0
+    rec["reference_shape"] = list(ref_out.shape)
+
+    t0 = time.perf_counter()
+    try:
+        new_out = new_model(*new_inputs)
+        sync(dev)
+    except Exception as exc:
+        rec["status"], rec["reasons"] = "fail", ["forward_error"]
+        out["_error"] = error_info(f"forward (trial {i})", exc)
+        return out
+    rec["seconds"]["candidate"] = time.perf_counter() - t0
+
+    # Input mutation: compare the candidate's copy with the pristine one. KernelBench
+    # would not notice (it hands both models the same tensors), but a kernel that
+    # writes into its input is a bug waiting for a caller that reuses it.
+    changed = []
+    for k, (mine, orig) in enumerate(zip(new_inputs, pristine)):
+        if isinstance(orig, torch.Tensor) and not (
+            isinstance(mine, torch.Tensor) and mine.shape == orig.shape and torch.equal(mine, orig)
+        ):
+            n = int((mine != orig).sum().item()) if mine.shape == orig.shape else orig.numel()
+            changed.append({"input": k, "n_changed": n, "n_elements": orig.numel()})
+    if changed:
+        rec["reasons"].append("mutated_input")
+        rec["mutation"] = changed
+
+    if not isinstance(new_out, torch.Tensor):
+        rec["reasons"].insert(0, "not_a_tensor")
+        rec["candidate_shape"] = type(new_out).__name__
+        rec["status"] = "fail"
+        return out
+    rec["candidate_shape"] = list(new_out.shape)
+    rec["candidate_dtype"] = str(new_out.dtype).replace("torch.", "")
+    rec["candidate_device"] = str(new_out.device)
+    structural = []
+    if new_out.shape != ref_out.shape:
+        structural.append("wrong_shape")
+    if new_out.dtype != ref_out.dtype:
+        structural.append("wrong_dtype")
+    if new_out.device != ref_out.device:
+        structural.append("wrong_device")
+    rec["reasons"] = structural + rec["reasons"]
+    if structural:  # KernelBench fails these too (shape check, or allclose raises)
+        rec["status"] = "fail"
+        return out
+
+    ref_bad = int((~torch.isfinite(ref_out)).sum().item())
+    new_bad_where_ref_ok = int((~torch.isfinite(new_out) & torch.isfinite(ref_out)).sum().item())
+    rec["nonfinite"] = {"reference": ref_bad, "candidate_where_reference_finite": new_bad_where_ref_ok}
+    if new_bad_where_ref_ok:
+        rec["reasons"].append("nonfinite")
+
+    cmp = compare_outputs(ref_out, new_out, atol, rtol)
+    rec["comparison"] = cmp
+    rec["allclose"] = cmp["allclose"]
+    rec["bit_exact"] = bool(torch.equal(ref_out, new_out))
+    rec["pass_at"] = {f"{t:g}": pass_at(ref_out, new_out, t) for t in SWEEP_TOLS}
+    rec["kernelbench_pass"] = pass_at(ref_out, new_out, kb_tol)
+    if not cmp["allclose"]:
+        rec["reasons"].append("mismatch")
+
+    # A cached result: the candidate repeats an earlier output although the reference's
+    # changed. Only earlier outputs that were right for their own inputs count: a
+    # candidate that is wrong the same way every time (all zeros) is not caching.
+    if any(new_out.shape == old_new.shape and torch.equal(old_new, new_out) and not torch.equal(old_ref, ref_out)
+           for old_ref, old_new in history):
+        rec["reasons"].insert(rec["reasons"].index("mismatch") if "mismatch" in rec["reasons"] else len(rec["reasons"]),
+                              "stale_output")
+    if cmp["allclose"] and len(history) < 8:  # a cache returns an early output; 8 is plenty
+        history.append((ref_out.detach().clone(), new_out.detach().clone()))
+
+    x = pristine[0] if pristine and isinstance(pristine[0], torch.Tensor) else None
+    truth = None
+    if colsum64 is not None and x is not None and x.dim() == 2 and x.shape[1] == colsum64.shape[0] \
+            and ref_out.shape == (x.shape[0], 1):
+        truth = oracle_output(x, None, oracle_scale, colsum64)
+    elif oracle_model is not None:
+        try:
+            truth = oracle_model(*double_inputs(pristine))
+        except Exception:  # noqa: BLE001 - an op without float64 support: no oracle for this trial
+            truth = None
+        if not isinstance(truth, torch.Tensor) or truth.shape != ref_out.shape:
+            truth = None
+    if truth is not None:
+        rec["oracle"] = {"reference": oracle_error(ref_out, truth), "candidate": oracle_error(new_out, truth)}
+
+    rec["status"] = "fail" if rec["reasons"] else "pass"
+    return out
+
+
+def _rms_over_trials(trials: list, who: str) -> Optional[dict]:
+    vals = [t["oracle"][who] for t in trials if t.get("oracle")]
+    if not vals or any(isinstance(v["rms"], str) or isinstance(v["max_abs"], str) for v in vals):
+        return None if not vals else {"rms": "nan", "max_abs": "nan"}
+    return {"rms": math.sqrt(sum(v["rms"] ** 2 for v in vals) / len(vals)), "max_abs": max(v["max_abs"] for v in vals)}
+
+
+def _finish(result: dict, started: float, reason: Optional[str]) -> dict:
+    """Fill in the summary, the verdict line and the hints."""
+    trials = result["trials"]
+    cfg = result["config"]
+    n = len(trials)
+    compared = [t for t in trials if t["comparison"]]
+    summary = {
+        "trials_run": n,
+        "trials_passed": sum(t["status"] == "pass" for t in trials),
+        "kernelbench_trials_passed": sum(t["kernelbench_pass"] for t in trials),
+        "bit_exact_trials": sum(t["bit_exact"] for t in trials),
+        "max_abs_diff": max((t["comparison"]["max_abs_diff"] for t in compared),
+                            key=lambda v: math.inf if isinstance(v, str) else v, default=None),
+        "mean_abs_diff": (sum(t["comparison"]["mean_abs_diff"] for t in compared
+                              if not isinstance(t["comparison"]["mean_abs_diff"], str)) / len(compared))
+        if compared else None,
+        "pass_rate": {f"{tol:g}": (sum(t["pass_at"][f"{tol:g}"] for t in trials) / n if n else 0.0)
+                      for tol in SWEEP_TOLS},
+        "p_trial_kernelbench": None,
+        "p_kernelbench_5_trials": None,
+        "oracle": {"reference": _rms_over_trials(trials, "reference"),
+                   "candidate": _rms_over_trials(trials, "candidate")},
+    }
+    if n:
+        p = summary["kernelbench_trials_passed"] / n
+        summary["p_trial_kernelbench"] = p
+        summary["p_kernelbench_5_trials"] = p ** KERNELBENCH_TRIALS
+    result["summary"] = summary
+    result["reason"] = reason
+    result["passed"] = reason is None and n == cfg["trials"]
+    result["verdict"] = "PASS" if result["passed"] else "FAIL"
+    result["message"] = _verdict_message(result)
+    result["hints"] = _hints(result)
+    result["seconds"]["total"] = time.perf_counter() - started
+    return result
+
+
+def _g(v: Any, digits: int = 4) -> str:
+    return v if isinstance(v, str) else f"{v:.{digits}g}"
+
+
+def _first_with(trials: list, reason: str) -> dict:
+    return next(t for t in trials if reason in t["reasons"])
+
+
+def _verdict_message(result: dict) -> str:
+    cfg, s, trials, reason = result["config"], result["summary"], result["trials"], result["reason"]
+    tol = f"allclose(atol={cfg['atol']:g}, rtol={cfg['rtol']:g})"
+    n = s["trials_run"]
+    if reason is None:
+        return (f"PASS: {n}/{n} trials within {tol}, {s['bit_exact_trials']}/{n} bit-exact "
+                f"({cfg['dtype']}, {cfg['device']})")
+    err = result.get("error") or {}
+    if reason == "import_error":
+        return f"FAIL: cannot import the candidate {cfg['model']}: {err['type']}: {err['message']}"
+    if reason == "construct_error":
+        return f"FAIL: the candidate's constructor raised {err['type']}: {err['message']}"
+    t = _first_with(trials, reason)
+    where = f"trial {t['index']}"
+    if reason == "forward_error":
+        return f"FAIL: the candidate's forward raised {err['type']} in {where}: {err['message']}"
+    if reason == "not_a_tensor":
+        return f"FAIL: the candidate returned a {t['candidate_shape']}, not a Tensor ({where})"
+    if reason == "wrong_shape":
+        return f"FAIL: wrong shape {tuple(t['candidate_shape'])} vs {tuple(t['reference_shape'])} ({where})"
+    if reason == "wrong_dtype":
+        return f"FAIL: wrong dtype {t['candidate_dtype']} vs {str(DTYPES[cfg['dtype']]).replace('torch.', '')} ({where})"
+    if reason == "wrong_device":
+        return f"FAIL: output on the wrong device: {t['candidate_device']} vs {cfg['device']} ({where})"
+    if reason == "mutated_input":
+        m = t["mutation"][0]
+        return (f"FAIL: candidate mutated its input (input {m['input']}: {m['n_changed']} of "
+                f"{m['n_elements']} elements changed, {where})")
+    if reason == "nonfinite":
+        w = t["comparison"]["worst"]
+        return (f"FAIL: candidate returned NaN/Inf in {t['nonfinite']['candidate_where_reference_finite']} "
+                f"element(s) where the reference is finite (first at {tuple(w['index'])}, {where})")
+    if reason == "stale_output":
+        return (f"FAIL: candidate returned an earlier trial's output for new inputs "
+                f"(cached result? {where})")
+    failed = [x for x in trials if "mismatch" in x["reasons"]]
+    worst_trial = max(failed, key=lambda x: _ratio(x["comparison"]["worst"]["ratio"]))
+    w = worst_trial["comparison"]["worst"]
+    return (f"FAIL: {len(failed)}/{n} trials outside {tol}; worst at {tuple(w['index'])} in trial "
+            f"{worst_trial['index']}: ref {_g(w['reference'], 8)} vs {_g(w['candidate'], 8)}, "
+            f"|diff| {_g(w['abs_diff'])} > allowed {_g(w['allowed'])} ({w['dominant']}-dominated)")
+
+
+def _ratio(v: Any) -> float:
+    return math.inf if isinstance(v, str) else v
+
+
+def _hints(result: dict) -> list:
+    """What the author can do about it, in a sentence or two each."""
+    cfg, s, trials, reason = result["config"], result["summary"], result["trials"], result["reason"]
+    hints = []
+    n = s["trials_run"]
+    if reason in ("import_error", "construct_error", "forward_error"):
+        hints.append("run with --traceback for the full traceback")
+    if reason == "construct_error":
+        hints.append("the candidate must take the reference's constructor arguments "
+                     "(input_size, hidden_size, scaling_factor)")
+    if reason == "wrong_shape":
+        hints.append("the reference keeps the summed dimension: (batch, 1), i.e. sum(..., dim=1, keepdim=True)")
+    if reason == "mutated_input":
+        hints.append("write into a new tensor (torch.empty_like / a workspace), never into x")
+    if any(t["nonfinite"] and t["nonfinite"]["reference"] for t in trials):
+        hints.append("the reference itself produced NaN/Inf: torch.allclose fails NaN == NaN, "
+                     "so KernelBench fails even the reference here")
+    ref_o, new_o = s["oracle"]["reference"], s["oracle"]["candidate"]
+    if ref_o and new_o and not isinstance(ref_o["rms"], str) and not isinstance(new_o["rms"], str):
+        if reason == "mismatch" and new_o["rms"] < ref_o["rms"]:
+            hints.append(
+                f"the candidate is closer to the fp64 truth than the reference (rms error {new_o['rms']:.3g} "
+                f"vs {ref_o['rms']:.3g}): it fails because it does not reproduce the reference's rounding, "
+                f"not because it is less accurate; KernelBench judges against the reference")
+    if reason == "mismatch":
+        failed = [t for t in trials if "mismatch" in t["reasons"]]
+        if all(t["comparison"]["candidate_all_zero"] for t in failed):
+            hints.append("the candidate returned all zeros: is the kernel launched, and does it write its output?")
+        if all(t["comparison"]["worst"]["dominant"] == "atol" and t["pass_at"]["0.01"] for t in failed):
+            hints.append(
+                "the failing elements are outputs near zero, where allclose allows only about atol: "
+                "a different summation order alone fails there at fp32 1e-4")
+        loose = s["pass_rate"].get("0.01", 0)
+        if loose == 1.0 and cfg["kernelbench_tol"] < 1e-2:
+            hints.append("every trial passes at 1e-2 (the fp16/bf16 and pre-Nov-2025 tolerance): "
+                         "a rounding difference, not a wrong result; to pass fp32 1e-4 reliably, "
+                         "sum in the reference's order (see kernels.div_sum_scale)")
+        elif loose < 1.0:
+            hints.append("trials fail even at 1e-2: a wrong result, not a rounding difference")
+    if result["passed"] and s["bit_exact_trials"] < n:
+        hints.append(f"passes, but only {s['bit_exact_trials']}/{n} trials are bit-exact: "
+                     f"other seeds may fail; estimate with --trials 200")
+    if s["p_kernelbench_5_trials"] is not None and n < 20 and 0 < s["p_trial_kernelbench"] < 1:
+        hints.append(f"the pass-rate estimate rests on {n} trials; use --trials 200 for a real one")
+    return hints
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def format_report(result: dict, max_rows: int = 20) -> str:
+    cfg, s, trials = result["config"], result["summary"], result["trials"]
+    sz = cfg["sizes"]
+    if set(sz) == set(SIZE_FLAGS):  # this problem's sizes, as before
+        shown = f"batch {sz['batch']}, input {sz['input']}, hidden {sz['hidden']}, scale {sz['scale']}"
+    else:
+        shown = ", ".join(f"{k} {v}" for k, v in cfg.get("problem_values", {}).items()) or "no module-level sizes"
+    lines = [
+        result["message"],
+        f"  candidate {cfg['model']} vs reference {cfg['reference']}; {cfg['dtype']} on {cfg['device']} "
+        f"({cfg['device_name']}); {shown}"
+        f"{' (overridden)' if cfg['sizes_overridden'] else ' (KernelBench sizes)'}; "
+        f"trial seeds from {cfg['seed']}",
+    ]
+    if trials:
+        lines.append("")
+        header = (f"{'trial':>5} {'seed':>10} {'result':<6} {'exact':<5} {'max|diff|':>9} {'mean|diff|':>10} "
+                  f"{'n_fail':>6}  {'worst element: index ref -> new (allowed, term)':<52} "
+                  f"{'rms err vs fp64: ref / new':>26}")
+        lines.append(header)
+        rows = trials if len(trials) <= max_rows else (
+            [t for t in trials if t["status"] != "pass"][:max_rows] or trials[:5])
+        for t in rows:
+            c = t["comparison"]
+            if c and t["bit_exact"]:
+                worst = "(bit-exact)"
+                diffs = f"{0:>9} {0:>10} {0:>6}"
+            elif c:
+                w = c["worst"]
+                worst = (f"{tuple(w['index'])} {_g(w['reference'], 7)} -> {_g(w['candidate'], 7)} "
+                         f"({_g(w['allowed'], 2)}, {w['dominant']})")
+                diffs = f"{_g(c['max_abs_diff'], 3):>9} {_g(c['mean_abs_diff'], 3):>10} {c['n_fail']:>6}"
+            else:
+                worst = ", ".join(t["reasons"]) or "-"
+                diffs = f"{'-':>9} {'-':>10} {'-':>6}"
+            o = t["oracle"]
+            orc = f"{_g(o['reference']['rms'], 3)} / {_g(o['candidate']['rms'], 3)}" if o else "-"
+            result_word = "pass" if t["status"] == "pass" else "FAIL"
+            lines.append(f"{t['index']:>5} {t['seed']:>10} {result_word:<6} {('yes' if t['bit_exact'] else 'no'):<5} "
+                         f"{diffs}  {worst:<52} {orc:>26}")
+        if len(rows) < len(trials):
+            lines.append(f"  ({len(trials) - len(rows)} more trials not shown; all are in --json)")
+    if any(t["comparison"] for t in trials):
+        n = s["trials_run"]
+        lines.append("")
+        lines.append(f"bit-exact trials: {s['bit_exact_trials']}/{n}; KernelBench check "
+                     f"(allclose {cfg['kernelbench_tol']:g}): {s['kernelbench_trials_passed']}/{n} trials")
+        lines.append("pass rate per trial: " + ", ".join(
+            f"{k} {s['pass_rate'][k] * 100:.0f}%" for k in s["pass_rate"]))
+        if s["p_kernelbench_5_trials"] is not None:
+            lines.append(f"estimated P(pass KernelBench's 5-trial check) = p^5 = "
+                         f"{s['p_trial_kernelbench']:.3g}^5 = {s['p_kernelbench_5_trials']:.3g} (from {n} trials)")
+        ro, no = s["oracle"]["reference"], s["oracle"]["candidate"]
+        if ro and no:
+            lines.append(f"error vs fp64 oracle (rms / max): reference {_g(ro['rms'], 3)} / {_g(ro['max_abs'], 3)}, "
+                         f"candidate {_g(no['rms'], 3)} / {_g(no['max_abs'], 3)}")
+    for h in result["hints"]:
+        lines.append(f"hint: {h}")
+    lines.append(f"({result['seconds'].get('total', 0):.1f} s)")
+    return "\n".join(lines)
+
+

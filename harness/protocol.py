@@ -1,0 +1,44 @@
+"""KernelBench's protocol: seeds, precisions and tolerances, moves to a device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+# KernelBench's seed: set before each constructor and before drawing the trial seeds.
+KERNELBENCH_SEED = 42
+KERNELBENCH_TRIALS = 5
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# KernelBench's tolerance per precision (atol = rtol), since Nov 2025.
+KERNELBENCH_TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
+
+
+def kernelbench_trial_seeds(trials: int, seed: int = KERNELBENCH_SEED) -> list[int]:
+    """The per-trial seeds, drawn up front exactly as KernelBench draws them."""
+    torch.manual_seed(seed)
+    return [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(trials)]
+
+
+def set_seed(seed: int, device: torch.device) -> None:
+    torch.manual_seed(seed)
+    if device.type == "cuda":
+        torch.cuda.manual_seed(seed)
+
+
+def to_device(obj: Any, device: torch.device, dtype: torch.dtype) -> Any:
+    # KernelBench casts only floating tensors to the precision; integer inputs keep theirs.
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device=device, dtype=dtype) if obj.is_floating_point() else obj.to(device)
+    return obj
+
+
+def clone(obj: Any) -> Any:
+    return obj.clone() if isinstance(obj, torch.Tensor) else obj
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
