@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import kernels  # noqa: E402
 import reference  # noqa: E402
 from modelnew import ModelNewColsum  # noqa: E402
-from results.cuda_evidence import (read_ceiling_gbs, rotation, run_header, summary, time_cold,  # noqa: E402
+from cuda_evidence import (read_ceiling_gbs, rotation, run_header, summary, time_cold,  # noqa: E402
                                    time_rotating, with_bandwidth, write_outputs)
 
 SEED = 42

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import reference  # noqa: E402
-from bench import git_info, graph_replay_ms, l2_cache_bytes, rotating_copies  # noqa: E402
+from harness.machine import git_info  # noqa: E402
+from harness.timing import graph_replay_ms, l2_cache_bytes, rotating_copies  # noqa: E402
 from kernels import div_sum_scale, div_sum_scale_reference  # noqa: E402
 from modelnew import ModelNew  # noqa: E402
 from tests.cases import random_shapes  # noqa: E402

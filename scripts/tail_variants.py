@@ -26,7 +26,7 @@ import triton.testing
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-import bench  # noqa: E402
+from harness import timing  # noqa: E402
 
 VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 4: "lean_ef_pdl_wave", 5: "lean_pdl",
             9: "empty_kernel", 10: "unordered_read"}
@@ -100,8 +100,8 @@ def main() -> int:
     prop = torch.cuda.get_device_properties(dev)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
     partials = torch.empty(1 << 22, device=dev)
-    backend = bench.make_backend(dev)
-    l2 = bench.l2_cache_bytes(dev)
+    backend = timing.make_backend(dev)
+    l2 = timing.l2_cache_bytes(dev)
     torch._dynamo.config.cache_size_limit = 64
     inductor = torch.compile(eager_tail, dynamic=False)
     cases = [CASES[i] for i in args.cases] if args.cases else (CASES[:1] if args.ncu else CASES)
@@ -109,7 +109,7 @@ def main() -> int:
     rows_out = []
     if not args.ncu:
         big = torch.empty(2 << 30 >> 2, device=dev).uniform_()
-        read = bench.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
+        read = timing.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
         ceiling = big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
         del big
         print(f"read ceiling: {ceiling:.0f} GB/s ({prop.name}, torch {torch.__version__})", flush=True)
@@ -141,13 +141,13 @@ def main() -> int:
             torch.cuda.profiler.stop()
             print("ncu order:", list(fns))
             continue
-        copies = bench.rotating_copies(y, l2, cap=64)
+        copies = timing.rotating_copies(y, l2, cap=64)
         nbytes = y.numel() * y.element_size()
         for name, fn in fns.items():
-            kb = bench.kernelbench_time(fn, (y,), backend=backend)
+            kb = timing.kernelbench_time(fn, (y,), backend=backend)
             kb_med = statistics.median(kb["times_ms"])
-            rf = bench.robust_time(fn, (y,), backend=backend, budget_s=0.3, min_calls=50, max_calls=300)
-            gr = bench.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
+            rf = timing.robust_time(fn, (y,), backend=backend, budget_s=0.3, min_calls=50, max_calls=300)
+            gr = timing.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
             db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
             row = {"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
                    "kernelbench_median_us": kb_med * 1e3, "kernelbench_mean_us": kb["mean_ms"] * 1e3,

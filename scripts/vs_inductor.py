@@ -35,7 +35,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import bench  # noqa: E402
+from harness import machine, timing  # noqa: E402
 import kernels  # noqa: E402
 
 SHAPES = [(128, 8192), (1024, 8192), (4096, 8192), (16384, 8192), (1024, 65536), (8192, 1024), (1000, 8191),
@@ -59,9 +59,9 @@ def row_sum(y):
 def time_all(fn, y, copies, backend) -> dict:
     import triton.testing
 
-    kb = bench.kernelbench_time(fn, (y,), backend=backend)
-    rf = bench.robust_time(fn, (y,), backend=backend, budget_s=0.2, min_calls=50, max_calls=300)
-    gr = bench.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
+    kb = timing.kernelbench_time(fn, (y,), backend=backend)
+    rf = timing.robust_time(fn, (y,), backend=backend, budget_s=0.2, min_calls=50, max_calls=300)
+    gr = timing.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
     db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
     return {"kernelbench": statistics.median(kb["times_ms"]) * 1e3, "kernelbench_mean": kb["mean_ms"] * 1e3,
             "do_bench": db * 1e3, "read_flush": rf["median_ms"] * 1e3, "rotating": gr["median_ms"] * 1e3}
@@ -111,7 +111,7 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
     colsum32 = model.weight.detach().sum(0)
     compiled = torch.compile(lambda t: (t @ colsum32 * 0.75).unsqueeze(1), dynamic=False)
     compiled(x)
-    copies = bench.rotating_copies(x, l2, cap=64)
+    copies = timing.rotating_copies(x, l2, cap=64)
     rows = []
     for name, fn in (("ModelNewColsum.forward", model), ("inductor x @ colsum", compiled),
                      ("torch.mv", lambda t: torch.mv(t, colsum32))):
@@ -225,13 +225,13 @@ def main() -> int:
     if not torch.cuda.is_available():
         raise SystemExit("vs_inductor.py needs a CUDA GPU")
     dev = torch.device("cuda")
-    backend = bench.make_backend(dev)
-    l2 = bench.l2_cache_bytes(dev)
+    backend = timing.make_backend(dev)
+    l2 = timing.l2_cache_bytes(dev)
     torch._dynamo.config.cache_size_limit = 64
     out = Path(args.out)
     if args.extras_only:
         result = json.loads((out / "vs_inductor.json").read_text())
-        result["extras_commit"] = bench.git_info()["commit"]
+        result["extras_commit"] = machine.git_info()["commit"]
         result["colsum_forward"] = colsum_forward_rows(backend, l2)
         result["host_us"] = host_times()
         (out / "vs_inductor.json").write_text(json.dumps(result, indent=1))
@@ -240,7 +240,7 @@ def main() -> int:
         return 0
     compiled = torch.compile(eager_tail, dynamic=False)
     big = torch.empty(2 << 30 >> 2, device=dev).uniform_()
-    read = bench.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
+    read = timing.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
     ceiling = big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
     del big
     rows = []
@@ -250,7 +250,7 @@ def main() -> int:
             y = torch.randn(rows_, cols, device=dev, dtype=dtype)
             ref = eager_tail(y)
             bits = {"ours": bool(torch.equal(ours(y), ref)), "inductor": bool(torch.equal(compiled(y), ref))}
-            copies = bench.rotating_copies(y, l2, cap=64)
+            copies = timing.rotating_copies(y, l2, cap=64)
             times = {name: time_all(fn, y, copies, backend)
                      for name, fn in (("ours", ours), ("inductor", compiled), ("eager", eager_tail),
                                       ("torch_sum", row_sum))}
@@ -265,7 +265,7 @@ def main() -> int:
                   f"{times['ours']['rotating']:.2f} inductor {times['inductor']['rotating']:.2f}", flush=True)
             del copies, y
     result = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-              "commit": bench.git_info()["commit"], "read_ceiling_gbps": ceiling, "rows": rows,
+              "commit": machine.git_info()["commit"], "read_ceiling_gbps": ceiling, "rows": rows,
               "colsum_forward": None, "host_us": {}, "ncu": None}
     out.mkdir(parents=True, exist_ok=True)
 
