@@ -10,6 +10,11 @@ the timing primitives are in `harness/timing.py`.
     python bench.py --json results/bench.json --plot results/bench.png
     python bench.py --sweep-only --json results/sweep.json
     python bench.py --device cpu
+    python bench.py --reference path/to/problem.py:Model --model path/to/solution.py:ModelNew [--set NAME=VALUE]
+
+With `--reference`, any KernelBench problem: its reference eager, under torch.compile,
+and each candidate, checked and timed the same two ways, with roofline estimates
+(`harness/problem_benchmark.py`).
 """
 
 from __future__ import annotations
@@ -26,11 +31,14 @@ if str(REPO_DIR) not in sys.path:  # so `import reference`, `import kernels` wor
     sys.path.insert(0, str(REPO_DIR))
 
 import reference  # noqa: E402
-from harness.kb14_benchmark import (CPU_KB_TRIALS, CPU_KB_WARMUP, CPU_REPEATS, SCHEMA,  # noqa: E402
-                                    format_table, load_model_class, run_bench, write_plot)
-from harness.machine import git_info, log  # noqa: E402
-from harness.timing import (KB_TRIALS, KB_WARMUP, BenchError, graph_time, kernelbench_time,  # noqa: E402
-                            l2_cache_bytes, make_backend, robust_time, rotating_copies)
+from harness.kb14_benchmark import SCHEMA, format_table, load_model_class, run_bench, write_plot  # noqa: E402
+from harness.machine import git_info, log, resolve_device  # noqa: E402
+from harness.problem import CheckError, parse_sets  # noqa: E402
+from harness.problem_benchmark import SCHEMA as PROBLEM_SCHEMA  # noqa: E402
+from harness.problem_benchmark import format_problem_table, run_problem_bench, write_problem_plot  # noqa: E402
+from harness.timing import (CPU_KB_TRIALS, CPU_KB_WARMUP, CPU_REPEATS, KB_TRIALS, KB_WARMUP,  # noqa: E402
+                            BenchError, graph_time, kernelbench_time, l2_cache_bytes, make_backend, robust_time,
+                            rotating_copies)
 
 # What scripts and tests use from this module besides the command line.
 __all__ = ["SCHEMA", "BenchError", "format_table", "git_info", "graph_time", "kernelbench_time", "l2_cache_bytes",
@@ -56,10 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: cuda when a GPU is visible, else cpu (host timers)")
     p.add_argument("--model", action="append", metavar="MODULE:CLASS",
                    help="a candidate to time too: dotted module or path/to/file.py, then :Class; repeatable")
-    p.add_argument("--batch", type=int, default=reference.batch_size)
-    p.add_argument("--input", type=int, default=reference.input_size)
-    p.add_argument("--hidden", type=int, default=reference.hidden_size)
-    p.add_argument("--scaling-factor", type=float, default=reference.scaling_factor)
+    p.add_argument("--reference", metavar="FILE.py:Model",
+                   help="time another KernelBench problem: its reference eager and compiled, and each --model "
+                        "(default: this repository's problem and its rows)")
+    p.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE",
+                   help="with --reference: override a module-level value of the problem file (repeatable)")
+    p.add_argument("--batch", type=int, default=None, help=f"this problem's batch (default {reference.batch_size})")
+    p.add_argument("--input", type=int, default=None, help=f"input_size (default {reference.input_size})")
+    p.add_argument("--hidden", type=int, default=None, help=f"hidden_size (default {reference.hidden_size})")
+    p.add_argument("--scaling-factor", type=float, default=None,
+                   help=f"scaling_factor (default {reference.scaling_factor})")
     p.add_argument("--repeats", type=int, default=None,
                    help="calls of the robust method (default: cuda up to 1000 within 1 s per row, "
                         f"200 per sweep variant; cpu {CPU_REPEATS})")
@@ -112,20 +126,40 @@ def main(argv: Sequence[str] | None = None) -> int:
                 result = json.loads(Path(args.from_json).read_text())
             except (OSError, ValueError) as exc:
                 raise BenchError(f"--from-json {args.from_json!r}: {exc}") from None
-            if result.get("schema") != SCHEMA:
-                raise BenchError(f"--from-json {args.from_json!r}: not a {SCHEMA} file")
+            if result.get("schema") not in (SCHEMA, PROBLEM_SCHEMA):
+                raise BenchError(f"--from-json {args.from_json!r}: not a {SCHEMA} or {PROBLEM_SCHEMA} file")
+        elif args.reference:
+            this_problem = ("--batch", args.batch), ("--input", args.input), ("--hidden", args.hidden), \
+                ("--scaling-factor", args.scaling_factor), ("--sweep", args.sweep or args.sweep_only), \
+                ("--colsum", args.colsum)
+            for flag, value in this_problem:
+                if value:
+                    raise BenchError(f"{flag} is for this repository's problem; with --reference use --set NAME=VALUE")
+            try:
+                sets = parse_sets(args.sets)
+            except CheckError as exc:
+                raise BenchError(str(exc)) from None
+            result = run_problem_bench(args, resolve_device(args.device), sets)
         else:
+            if args.sets:
+                raise BenchError("--set needs --reference (this problem's sizes are --batch, --input, --hidden, "
+                                 "--scaling-factor)")
+            for name, default in (("batch", reference.batch_size), ("input", reference.input_size),
+                                  ("hidden", reference.hidden_size), ("scaling_factor", reference.scaling_factor)):
+                if getattr(args, name) is None:
+                    setattr(args, name, default)
             result = run_bench(args)
     except BenchError as exc:
         print(f"bench.py: error: {exc}", file=sys.stderr)
         return 2
-    print(format_table(result))
+    problem = result.get("schema") == PROBLEM_SCHEMA
+    print(format_problem_table(result) if problem else format_table(result))
     if args.json and not args.from_json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
         log(f"wrote {args.json}")
     if args.plot:
-        write_plot(result, args.plot)
+        (write_problem_plot if problem else write_plot)(result, args.plot)
         log(f"wrote {args.plot}")
     return 0
 

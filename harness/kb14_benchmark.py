@@ -40,7 +40,8 @@ import reference
 from harness.machine import (available_bytes, ceiling_sizes, elapsed_s, log, machine_info, measure_ceilings,
                              resolve_device)
 from harness.problem import load_class
-from harness.timing import (CPU_FLUSH_BYTES, CUDA_FLUSH_BYTES, KB_TRIALS, KB_WARMUP, GiB, MiB, Backend, BenchError,
+from harness.timing import (CPU_FLUSH_BYTES, CPU_KB_TRIALS, CPU_KB_WARMUP, CPU_REPEATS, CUDA_FLUSH_BYTES, KB_TRIALS,
+                            KB_WARMUP, GiB, MiB, Backend, BenchError,
                             graph_time, kernelbench_time, l2_cache_bytes, make_backend, paired_differences,
                             paired_time, robust_time, rotating_copies, rotation_buffers, stats_median)
 
@@ -51,16 +52,6 @@ DIVISOR = 2  # the reference's `x / 2`
 
 
 SEED = 42  # KernelBench's set_seed(42) before building each model
-
-# CPU defaults: a default CPU run must finish in about a minute on 2 cores, where one
-# forward of the full-size model (137 GFLOP) takes ~1.5 s.
-CPU_KB_WARMUP = 1
-
-
-CPU_KB_TRIALS = 3
-
-
-CPU_REPEATS = 3
 
 # The sweep (tail only). Powers of two plus odd values that miss every vector width.
 SWEEP_BATCHES = sorted({2**k for k in range(15)} | {3, 100, 1000, 5000})

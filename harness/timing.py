@@ -32,6 +32,16 @@ CUDA_FLUSH_BYTES = 256 * MiB  # KernelBench fills a (32, 1024, 1024) int64 tenso
 
 CPU_FLUSH_BYTES = 64 * MiB  # larger than any server CPU's last-level cache slice we meet
 
+# CPU defaults: a default CPU run must finish in about a minute on 2 cores, where one
+# forward of the full-size model (137 GFLOP) takes ~1.5 s.
+CPU_KB_WARMUP = 1
+
+
+CPU_KB_TRIALS = 3
+
+
+CPU_REPEATS = 3
+
 
 class BenchError(Exception):
     """A problem with the arguments or the machine: reported in one line, exit code 2."""
