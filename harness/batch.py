@@ -1,0 +1,184 @@
+"""Batch mode: every problem/candidate pair of a folder, each checked in its own process.
+
+Naming convention: in the folder, a problem file defines `Model`, `get_inputs` and
+`get_init_inputs` (KernelBench's format); a candidate file is named
+`<problem>_<anything>.py` and defines `ModelNew`. A candidate belongs to the longest
+problem name its file name starts with, so `gemm_epilogue_fast.py` goes with
+`gemm_epilogue.py`, not `gemm.py`.
+
+Each pair runs as its own `check.py` process, so a candidate that raises, crashes its
+process, hangs past `timeout_s` or breaks its CUDA context fails alone and the run goes
+on. Pairs are spread over `workers` concurrent processes; on CUDA each worker slot sees
+one GPU (`CUDA_VISIBLE_DEVICES`). `shard` (K, N) keeps pairs K-1, K-1+N, ... of the sorted
+list, so that N machines (a Slurm array, Ray, any job runner) split a folder between them;
+`merge` joins their JSON files into the result one run would have given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SCHEMA = "kernelbench-batch/1"
+CHECK_PY = Path(__file__).resolve().parent.parent / "check.py"
+PROBLEM_NAMES = ("class Model", "def get_inputs", "def get_init_inputs")
+
+
+@dataclass(frozen=True)
+class Pair:
+    problem: str  # the problem's name (its file's stem)
+    candidate: str  # the candidate's file name
+    folder: str
+
+
+def discover(folder: str | Path) -> list[Pair]:
+    """Every (problem, candidate) pair of `folder`, sorted."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"--problems {str(folder)!r} is not a folder")
+    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+    problems = {p.stem for p in files if all(s in p.read_text(errors="replace") for s in PROBLEM_NAMES)}
+    pairs = []
+    for p in files:
+        if p.stem in problems:
+            continue
+        owners = [q for q in problems if p.stem.startswith(q + "_")]
+        if owners and "ModelNew" in p.read_text(errors="replace"):
+            pairs.append(Pair(max(owners, key=len), p.name, str(folder)))
+    return sorted(pairs, key=lambda x: (x.problem, x.candidate))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard wants K/N (e.g. 2/4), got {text!r}") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise ValueError(f"--shard {text}: K must be between 1 and N")
+    return k, n
+
+
+def shard_of(pairs: list[Pair], shard: tuple[int, int] | None) -> list[Pair]:
+    if shard is None:
+        return pairs
+    k, n = shard
+    return pairs[k - 1::n]
+
+
+def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int, extra: list[str]) -> dict:
+    folder = Path(pair.folder)
+    with tempfile.TemporaryDirectory(prefix="kb_batch_") as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [sys.executable, str(CHECK_PY), "--reference", f"{folder / pair.problem}.py:Model",
+               "--model", f"{folder / pair.candidate}:ModelNew", "--trials", str(trials), "--json", str(out),
+               "--quiet", *extra]
+        env = dict(os.environ)
+        if device == "cuda":
+            env["CUDA_VISIBLE_DEVICES"] = str(slot)
+            cmd += ["--device", "cuda"]
+        elif device == "cpu":
+            cmd += ["--device", "cpu"]
+        started = time.perf_counter()
+        record = {**asdict(pair), "slot": slot, "verdict": None, "reason": None, "message": None, "returncode": None}
+        del record["folder"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
+                                  cwd=CHECK_PY.parent)
+        except subprocess.TimeoutExpired:
+            record.update(verdict="TIMEOUT", reason="timeout",
+                          message=f"no result within {timeout_s:g} s; the process was killed")
+        else:
+            record["returncode"] = proc.returncode
+            result = json.loads(out.read_text()) if out.is_file() else None
+            if result is not None:
+                record.update(verdict=result.get("verdict"), reason=result.get("reason"),
+                              message=result.get("message"))
+            else:
+                how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+                record.update(verdict="CRASH", reason="crash", message=f"the process died ({how}): {tail[0][:300]}")
+        record["seconds"] = time.perf_counter() - started
+        return record
+
+
+def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, timeout_s: float = 600,
+              shard: tuple[int, int] | None = None, trials: int = 5, extra: list[str] | None = None,
+              progress=None) -> dict:
+    """Check every pair of `folder` (or of its `shard`); return the JSON-able result."""
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if workers is None:
+        workers = max(1, torch.cuda.device_count()) if device == "cuda" else max(1, (os.cpu_count() or 2) // 2)
+    all_pairs = discover(folder)
+    pairs = shard_of(all_pairs, shard)
+    started = time.perf_counter()
+    slots = list(range(workers))
+    results: list[dict] = []
+
+    def work(indexed):
+        i, pair = indexed
+        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [])
+        if progress:
+            progress(f"{record['problem']} / {record['candidate']}: {record['verdict']} ({record['seconds']:.1f} s)")
+        return record
+
+    # Pair i runs in slot i % workers; with as many threads as slots, a slot (a GPU) has
+    # one process at a time only if the pairs of a slot run in order: group them.
+    by_slot = [[(i, p) for i, p in enumerate(pairs) if i % workers == s] for s in slots]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for chunk in pool.map(lambda items: [work(it) for it in items], by_slot):
+            results.extend(chunk)
+    results.sort(key=lambda r: (r["problem"], r["candidate"]))
+    return {"schema": SCHEMA, "config": {"folder": str(folder), "device": device, "workers": workers,
+                                         "timeout_s": timeout_s, "trials": trials,
+                                         "shard": f"{shard[0]}/{shard[1]}" if shard else None,
+                                         "pairs_in_folder": len(all_pairs)},
+            "results": results, "seconds_total": time.perf_counter() - started}
+
+
+def merge(paths: list[str]) -> dict:
+    """The shards' JSON files as one result: every pair once, sorted as one run sorts them."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    for p, part in zip(paths, parts):
+        if part.get("schema") != SCHEMA:
+            raise ValueError(f"{p}: not a {SCHEMA} file")
+    seen: dict[tuple, dict] = {}
+    for part in parts:
+        for r in part["results"]:
+            key = (r["problem"], r["candidate"])
+            if key in seen:
+                raise ValueError(f"{key[0]} / {key[1]} is in more than one file")
+            seen[key] = r
+    total = {part["config"]["pairs_in_folder"] for part in parts}
+    results = [seen[k] for k in sorted(seen)]
+    return {"schema": SCHEMA, "config": {**parts[0]["config"], "shard": None, "merged_from": list(paths),
+                                         "complete": total == {len(results)}},
+            "results": results, "seconds_total": sum(p["seconds_total"] for p in parts)}
+
+
+def format_batch(result: dict) -> str:
+    rows = result["results"]
+    width = max([len(f"{r['problem']} / {r['candidate']}") for r in rows] + [10])
+    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<16} {'seconds':>8}",
+             "-" * (width + 36)]
+    for r in rows:
+        lines.append(f"{r['problem'] + ' / ' + r['candidate']:<{width}}  {r['verdict'] or '-':<8} "
+                     f"{r['reason'] or '-':<16} {r['seconds']:>8.1f}")
+    counts = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    cfg = result["config"]
+    lines += ["", f"{len(rows)} pairs: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=str))
+              + f"; {cfg['device']}, {cfg['workers']} workers, {result['seconds_total']:.1f} s in all"
+              + (f"; shard {cfg['shard']}" if cfg.get("shard") else "")
+              + ("; merged" if cfg.get("merged_from") else "")]
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""check.py's batch mode: every pair of tests/problems/, each in its own process; a
+crashing and a hanging candidate fail alone; shards merge into the table of one run."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import check
+from harness import batch
+
+PROBLEMS = Path(__file__).resolve().parent / "problems"
+EXPECTED = {  # candidate file -> (verdict, reason)
+    "conv_bias_act_wrong.py": ("FAIL", "wrong_shape"),
+    "elementwise_crash.py": ("CRASH", "crash"),
+    "elementwise_hang.py": ("TIMEOUT", "timeout"),
+    "elementwise_wrong.py": ("FAIL", "mismatch"),
+    "gemm_epilogue_wrong.py": ("FAIL", "mismatch"),
+    "mlp_wrong.py": ("FAIL", "wrong_dtype"),
+    "reduction_wrong.py": ("FAIL", "mismatch"),
+    "several_inputs_wrong.py": ("FAIL", "mutated_input"),
+    "softmax_wrong.py": ("FAIL", "mismatch"),
+    "tuple_init_wrong.py": ("FAIL", "forward_error"),
+}
+ARGS = ["--device", "cpu", "--workers", "2", "--timeout", "15", "--trials", "2", "--quiet"]
+
+
+def _verdicts(result):
+    return [(r["problem"], r["candidate"], r["verdict"], r["reason"]) for r in result["results"]]
+
+
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("batch") / "all.json"
+    rc = check.main(["--problems", str(PROBLEMS), "--json", str(out), *ARGS])
+    assert rc == 1  # some candidates are wrong on purpose
+    return json.loads(out.read_text())
+
+
+def test_every_pair_gets_its_verdict(whole_run):
+    got = {r["candidate"]: (r["verdict"], r["reason"]) for r in whole_run["results"]}
+    assert len(got) == 18
+    for candidate, verdict in got.items():
+        assert verdict == EXPECTED.get(candidate, ("PASS", None)), candidate
+    assert whole_run["seconds_total"] > 0 and whole_run["config"]["pairs_in_folder"] == 18
+
+
+def test_two_shards_merge_to_the_whole_run(whole_run, tmp_path, capsys):
+    parts = []
+    for k in (1, 2):
+        part = tmp_path / f"shard{k}.json"
+        check.main(["--problems", str(PROBLEMS), "--shard", f"{k}/2", "--json", str(part), *ARGS])
+        parts.append(str(part))
+    halves = [json.loads(Path(p).read_text()) for p in parts]
+    assert len(halves[0]["results"]) + len(halves[1]["results"]) == 18
+    merged = tmp_path / "merged.json"
+    assert check.main(["--merge", *parts, "--json", str(merged), "--quiet"]) == 1
+    m = json.loads(merged.read_text())
+    assert _verdicts(m) == _verdicts(whole_run)
+    assert m["config"]["complete"] is True
+    assert "18 pairs" in capsys.readouterr().out
+
+
+def test_a_pair_twice_in_the_merge_is_refused(whole_run, tmp_path, capsys):
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(whole_run))
+    assert check.main(["--merge", str(path), str(path)]) == 2
+    assert "more than one file" in capsys.readouterr().err
+
+
+def test_candidates_go_to_the_longest_problem_name(tmp_path):
+    problem = "class Model:\n    pass\ndef get_inputs():\n    pass\ndef get_init_inputs():\n    pass\n"
+    (tmp_path / "gemm.py").write_text(problem)
+    (tmp_path / "gemm_epilogue.py").write_text(problem)
+    (tmp_path / "gemm_epilogue_fast.py").write_text("class ModelNew:\n    pass\n")
+    (tmp_path / "gemm_v2.py").write_text("class ModelNew:\n    pass\n")
+    (tmp_path / "gemm_notes.py").write_text("x = 1\n")  # no ModelNew: not a candidate
+    pairs = [(p.problem, p.candidate) for p in batch.discover(tmp_path)]
+    assert pairs == [("gemm", "gemm_v2.py"), ("gemm_epilogue", "gemm_epilogue_fast.py")]
+
+
+@pytest.mark.parametrize("text", ["2", "0/2", "3/2", "a/b"])
+def test_bad_shards_are_named(text):
+    with pytest.raises(ValueError, match="shard"):
+        batch.parse_shard(text)
+
+
+def test_shards_are_a_partition():
+    pairs = list(range(11))
+    parts = [batch.shard_of(pairs, (k, 3)) for k in (1, 2, 3)]
+    assert sorted(sum(parts, [])) == pairs
