@@ -12,6 +12,8 @@ the timing primitives are in `harness/timing.py`.
     python bench.py --device cpu
     python bench.py --reference path/to/problem.py:Model --model path/to/solution.py:ModelNew [--set NAME=VALUE]
 
+    python bench.py --problems DIR --json all.json [--shard K/N]   # every pair of a folder
+
 With `--reference`, any KernelBench problem: its reference eager, under torch.compile,
 and each candidate, checked and timed the same two ways, with roofline estimates
 (`harness/problem_benchmark.py`).
@@ -31,6 +33,7 @@ if str(REPO_DIR) not in sys.path:  # so `import reference`, `import kernels` wor
     sys.path.insert(0, str(REPO_DIR))
 
 import reference  # noqa: E402
+from harness import batch  # noqa: E402
 from harness.kb14_benchmark import SCHEMA, format_table, load_model_class, run_bench, write_plot  # noqa: E402
 from harness.machine import git_info, log, resolve_device  # noqa: E402
 from harness.problem import CheckError, parse_sets  # noqa: E402
@@ -100,7 +103,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PATH", help="write a PNG here (needs matplotlib)")
     p.add_argument("--from-json", metavar="PATH",
                    help="run nothing: print the table of a saved --json file (and --plot it)")
+    batch_args = p.add_argument_group("batch mode: every problem/candidate pair of a folder, each in its own process")
+    batch_args.add_argument("--problems", metavar="DIR", help="time every pair of DIR (naming as for check.py)")
+    batch_args.add_argument("--workers", type=int, help="concurrent processes (default: one per visible GPU, or half "
+                                                        "the CPU cores)")
+    batch_args.add_argument("--timeout", type=float, default=900, help="seconds a pair may take (default %(default)s)")
+    batch_args.add_argument("--shard", metavar="K/N", help="time only pairs K-1, K-1+N, ... of the sorted list")
+    batch_args.add_argument("--merge", nargs="+", metavar="JSON", help="join shards' --json files into one table")
     return p
+
+
+def batch_main(args) -> int:
+    """--problems / --merge: one summary table and one JSON for a whole folder."""
+    try:
+        if args.merge:
+            result = batch.merge(args.merge)
+        else:
+            extra = [flag for flag, on in (("--no-compile", args.no_compile), ("--no-graph", args.no_graph),
+                                           ("--fast-ceilings", args.fast_ceilings)) if on]
+            for flag, value in (("--kb-trials", args.kb_trials), ("--kb-warmup", args.kb_warmup),
+                                ("--repeats", args.repeats)):
+                if value is not None:
+                    extra += [flag, str(value)]
+            device = "auto" if args.device == "auto" else args.device
+            result = batch.run_batch(args.problems, device=device, workers=args.workers, timeout_s=args.timeout,
+                                     shard=batch.parse_shard(args.shard) if args.shard else None, extra=extra,
+                                     progress=log, tool="bench")
+    except (ValueError, OSError) as exc:
+        print(f"bench.py: error: {exc}", file=sys.stderr)
+        return 2
+    print(batch.format_batch(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -109,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed its message
         return int(exc.code or 0)
+    if args.problems or args.merge:
+        return batch_main(args)
     try:
         for name in ("repeats", "kb_trials"):
             if getattr(args, name) is not None and getattr(args, name) < 1:

@@ -6,7 +6,7 @@ Naming convention: in the folder, a problem file defines `Model`, `get_inputs` a
 problem name its file name starts with, so `gemm_epilogue_fast.py` goes with
 `gemm_epilogue.py`, not `gemm.py`.
 
-Each pair runs as its own `check.py` process, so a candidate that raises, crashes its
+Each pair runs as its own `check.py` (or `bench.py`) process, so a candidate that raises, crashes its
 process, hangs past `timeout_s` or breaks its CUDA context fails alone and the run goes
 on. Pairs are spread over `workers` concurrent processes; on CUDA each worker slot sees
 one GPU (`CUDA_VISIBLE_DEVICES`). `shard` (K, N) keeps pairs K-1, K-1+N, ... of the sorted
@@ -28,6 +28,7 @@ from pathlib import Path
 
 SCHEMA = "kernelbench-batch/1"
 CHECK_PY = Path(__file__).resolve().parent.parent / "check.py"
+BENCH_PY = CHECK_PY.parent / "bench.py"
 PROBLEM_NAMES = ("class Model", "def get_inputs", "def get_init_inputs")
 
 
@@ -72,13 +73,35 @@ def shard_of(pairs: list[Pair], shard: tuple[int, int] | None) -> list[Pair]:
     return pairs[k - 1::n]
 
 
-def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int, extra: list[str]) -> dict:
+def _command(tool: str, pair: Pair, out: Path, trials: int, extra: list[str]) -> list[str]:
     folder = Path(pair.folder)
+    problem, candidate = f"{folder / pair.problem}.py:Model", f"{folder / pair.candidate}:ModelNew"
+    if tool == "check":
+        return [sys.executable, str(CHECK_PY), "--reference", problem, "--model", candidate, "--trials", str(trials),
+                "--json", str(out), "--quiet", *extra]
+    return [sys.executable, str(BENCH_PY), "--reference", problem, "--model", candidate, "--json", str(out), *extra]
+
+
+def _bench_summary(result: dict) -> dict:
+    """A bench run as a batch row: the candidate's check and times against the reference."""
+    rows = result["rows"]
+    cand = rows[-1]
+    eager = rows[0].get("time_ms")
+    compiled = next((r.get("time_ms") for r in rows if r["name"] == "reference compiled"), None)
+    if cand.get("error"):
+        return {"verdict": "FAIL", "reason": "forward_error", "message": cand["error"]}
+    ok = cand["check"]["ok"]
+    return {"verdict": "PASS" if ok else "FAIL", "reason": cand["check"].get("kind"),
+            "message": cand["check"].get("reason"), "time_ms": cand["time_ms"], "eager_ms": eager,
+            "compiled_ms": compiled, "speedup_vs_eager": eager / cand["time_ms"] if eager else None,
+            "speedup_vs_compiled": compiled / cand["time_ms"] if compiled else None}
+
+
+def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int, extra: list[str],
+              tool: str = "check") -> dict:
     with tempfile.TemporaryDirectory(prefix="kb_batch_") as tmp:
         out = Path(tmp) / "result.json"
-        cmd = [sys.executable, str(CHECK_PY), "--reference", f"{folder / pair.problem}.py:Model",
-               "--model", f"{folder / pair.candidate}:ModelNew", "--trials", str(trials), "--json", str(out),
-               "--quiet", *extra]
+        cmd = _command(tool, pair, out, trials, extra)
         env = dict(os.environ)
         if device == "cuda":
             env["CUDA_VISIBLE_DEVICES"] = str(slot)
@@ -97,9 +120,11 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
         else:
             record["returncode"] = proc.returncode
             result = json.loads(out.read_text()) if out.is_file() else None
-            if result is not None:
+            if result is not None and tool == "check":
                 record.update(verdict=result.get("verdict"), reason=result.get("reason"),
                               message=result.get("message"))
+            elif result is not None:
+                record.update(_bench_summary(result))
             else:
                 how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
@@ -110,8 +135,9 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
 
 def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, timeout_s: float = 600,
               shard: tuple[int, int] | None = None, trials: int = 5, extra: list[str] | None = None,
-              progress=None) -> dict:
-    """Check every pair of `folder` (or of its `shard`); return the JSON-able result."""
+              progress=None, tool: str = "check") -> dict:
+    """Check (or, with tool="bench", time) every pair of `folder` (or of its `shard`);
+    return the JSON-able result."""
     import torch
 
     if device == "auto":
@@ -126,7 +152,7 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
 
     def work(indexed):
         i, pair = indexed
-        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [])
+        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [], tool)
         if progress:
             progress(f"{record['problem']} / {record['candidate']}: {record['verdict']} ({record['seconds']:.1f} s)")
         return record
@@ -138,7 +164,7 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
         for chunk in pool.map(lambda items: [work(it) for it in items], by_slot):
             results.extend(chunk)
     results.sort(key=lambda r: (r["problem"], r["candidate"]))
-    return {"schema": SCHEMA, "config": {"folder": str(folder), "device": device, "workers": workers,
+    return {"schema": SCHEMA, "config": {"tool": tool, "folder": str(folder), "device": device, "workers": workers,
                                          "timeout_s": timeout_s, "trials": trials,
                                          "shard": f"{shard[0]}/{shard[1]}" if shard else None,
                                          "pairs_in_folder": len(all_pairs)},
@@ -168,11 +194,22 @@ def merge(paths: list[str]) -> dict:
 def format_batch(result: dict) -> str:
     rows = result["results"]
     width = max([len(f"{r['problem']} / {r['candidate']}") for r in rows] + [10])
-    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<16} {'seconds':>8}",
-             "-" * (width + 36)]
+    timed = result["config"].get("tool") == "bench"
+    times = f" {'median':>10} {'x eager':>8} {'x comp':>7}" if timed else ""
+    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<16}{times} {'seconds':>8}",
+             "-" * (width + 36 + len(times))]
+
+    def ms(v):
+        return "-" if v is None else (f"{v:.3f} ms" if v >= 1 else f"{v * 1e3:.1f} us")
+
+    def x(v):
+        return "-" if v is None else f"{v:.3f}"
+
     for r in rows:
+        cells = (f" {ms(r.get('time_ms')):>10} {x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}"
+                 if timed else "")
         lines.append(f"{r['problem'] + ' / ' + r['candidate']:<{width}}  {r['verdict'] or '-':<8} "
-                     f"{r['reason'] or '-':<16} {r['seconds']:>8.1f}")
+                     f"{r['reason'] or '-':<16}{cells} {r['seconds']:>8.1f}")
     counts = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1

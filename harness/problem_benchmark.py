@@ -54,12 +54,13 @@ def bytes_lower_bound(model: torch.nn.Module, inputs: Sequence, output: Any) -> 
 
 def _check(out: Any, ref: torch.Tensor, tol: float) -> dict:
     if not isinstance(out, torch.Tensor):
-        return {"ok": False, "reason": f"returned {type(out).__name__}, not a Tensor"}
-    if out.shape != ref.shape or out.dtype != ref.dtype:
-        return {"ok": False, "reason": f"shape {tuple(out.shape)} {out.dtype}, the reference's "
-                                       f"{tuple(ref.shape)} {ref.dtype}"}
+        return {"ok": False, "kind": "not_a_tensor", "reason": f"returned {type(out).__name__}, not a Tensor"}
+    for kind, mine, theirs in (("wrong_shape", tuple(out.shape), tuple(ref.shape)), ("wrong_dtype", out.dtype, ref.dtype)):
+        if mine != theirs:
+            return {"ok": False, "kind": kind, "reason": f"{mine}, the reference's {theirs}"}
     cmp = compare_outputs(ref, out, tol, tol)
-    return {"ok": cmp["allclose"], "bitwise_equal": bool(torch.equal(out, ref)), "max_abs_diff": cmp["max_abs_diff"],
+    return {"ok": cmp["allclose"], "kind": None if cmp["allclose"] else "mismatch",
+            "bitwise_equal": bool(torch.equal(out, ref)), "max_abs_diff": cmp["max_abs_diff"],
             "reason": None if cmp["allclose"] else f"{cmp['n_fail']} of {cmp['n_elements']} elements outside {tol:g}"}
 
 

@@ -89,3 +89,25 @@ def test_shards_are_a_partition():
     pairs = list(range(11))
     parts = [batch.shard_of(pairs, (k, 3)) for k in (1, 2, 3)]
     assert sorted(sum(parts, [])) == pairs
+
+
+def test_bench_batch_times_each_pair_and_isolates_a_crash(tmp_path, capsys):
+    import shutil
+
+    import bench
+
+    for name in ("elementwise.py", "elementwise_ok.py", "elementwise_wrong.py", "elementwise_crash.py",
+                 "mlp.py", "mlp_wrong.py"):
+        shutil.copy(PROBLEMS / name, tmp_path / name)
+    out = tmp_path / "bench.json"
+    rc = bench.main(["--problems", str(tmp_path), "--device", "cpu", "--workers", "2", "--timeout", "120",
+                     "--no-compile", "--fast-ceilings", "--kb-trials", "2", "--kb-warmup", "1", "--repeats", "2",
+                     "--json", str(out)])
+    assert rc == 0
+    r = json.loads(out.read_text())
+    got = {x["candidate"]: x for x in r["results"]}
+    assert (got["elementwise_ok.py"]["verdict"], got["elementwise_ok.py"]["time_ms"] > 0) == ("PASS", True)
+    assert (got["elementwise_wrong.py"]["verdict"], got["elementwise_wrong.py"]["reason"]) == ("FAIL", "mismatch")
+    assert (got["mlp_wrong.py"]["verdict"], got["mlp_wrong.py"]["reason"]) == ("FAIL", "wrong_dtype")
+    assert got["elementwise_crash.py"]["verdict"] == "CRASH"
+    assert r["config"]["tool"] == "bench" and "x eager" in capsys.readouterr().out
