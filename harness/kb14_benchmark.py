@@ -19,13 +19,14 @@ Two timing methods are reported for every row:
    min, max over 100 trials. This is the number KernelBench will print.
 2. A robust one (``robust_time``): median and interquartile range over many calls,
    each preceded by an L2 flush that reads 256 MB (a write flush leaves dirty lines
-   whose write-back overlaps the timed call: small kernels then vary run to run). For tails, also CUDA-graph replay (``graph_time``):
-   N calls captured in one graph over rotating input buffers, replayed, divided by N;
-   this removes launch gaps, which dominate small tails.
+   whose write-back overlaps the timed call: small kernels then vary run to run). For
+   tails, also CUDA-graph replay (``graph_time``): N calls captured in one graph over
+   rotating input buffers, replayed, divided by N; this removes launch gaps, which
+   dominate small tails.
 
 On ``--device cpu`` the same code runs with host timers (``time.perf_counter``) and
 smaller repeat counts. Run ``python bench.py --help`` for the options; the JSON
-schema is described in ``bench_readme`` notes and in ``run_bench``'s docstring.
+schema is in the README and in ``run_bench``'s docstring.
 """
 
 from __future__ import annotations
