@@ -103,40 +103,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PATH", help="write a PNG here (needs matplotlib)")
     p.add_argument("--from-json", metavar="PATH",
                    help="run nothing: print the table of a saved --json file (and --plot it)")
-    batch_args = p.add_argument_group("batch mode: every problem/candidate pair of a folder, each in its own process")
-    batch_args.add_argument("--problems", metavar="DIR", help="time every pair of DIR (naming as for check.py)")
-    batch_args.add_argument("--workers", type=int, help="concurrent processes (default: one per visible GPU, or half "
-                                                        "the CPU cores)")
-    batch_args.add_argument("--timeout", type=float, default=900, help="seconds a pair may take (default %(default)s)")
-    batch_args.add_argument("--shard", metavar="K/N", help="time only pairs K-1, K-1+N, ... of the sorted list")
-    batch_args.add_argument("--merge", nargs="+", metavar="JSON", help="join shards' --json files into one table")
+    batch.add_arguments(p, "time", default_timeout=900)
     return p
 
 
 def batch_main(args) -> int:
     """--problems / --merge: one summary table and one JSON for a whole folder."""
-    try:
-        if args.merge:
-            result = batch.merge(args.merge)
-        else:
-            extra = [flag for flag, on in (("--no-compile", args.no_compile), ("--no-graph", args.no_graph),
-                                           ("--fast-ceilings", args.fast_ceilings)) if on]
-            for flag, value in (("--kb-trials", args.kb_trials), ("--kb-warmup", args.kb_warmup),
-                                ("--repeats", args.repeats)):
-                if value is not None:
-                    extra += [flag, str(value)]
-            device = "auto" if args.device == "auto" else args.device
-            result = batch.run_batch(args.problems, device=device, workers=args.workers, timeout_s=args.timeout,
-                                     shard=batch.parse_shard(args.shard) if args.shard else None, extra=extra,
-                                     progress=log, tool="bench")
-    except (ValueError, OSError) as exc:
-        print(f"bench.py: error: {exc}", file=sys.stderr)
-        return 2
-    print(batch.format_batch(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-    return 0
+    extra = [flag for flag, on in (("--no-compile", args.no_compile), ("--no-graph", args.no_graph),
+                                   ("--fast-ceilings", args.fast_ceilings)) if on]
+    for flag, value in (("--kb-trials", args.kb_trials), ("--kb-warmup", args.kb_warmup), ("--repeats", args.repeats)):
+        if value is not None:
+            extra += [flag, str(value)]
+    result = batch.main_from_args(args, tool="bench", device=args.device, extra=extra, progress=log,
+                                  error_prefix="bench.py: error: ")
+    return 2 if result is None else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

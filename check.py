@@ -61,36 +61,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="also write the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--traceback", action="store_true", help="print the candidate's full traceback on errors")
-    batch = p.add_argument_group("batch mode: every problem/candidate pair of a folder, each in its own process")
-    batch.add_argument("--problems", metavar="DIR",
-                       help="check every pair of DIR (a problem NAME.py, its candidates NAME_*.py defining ModelNew)")
-    batch.add_argument("--workers", type=int, help="concurrent processes (default: one per visible GPU, or half "
-                                                   "the CPU cores)")
-    batch.add_argument("--timeout", type=float, default=600, help="seconds a pair may take (default %(default)s)")
-    batch.add_argument("--shard", metavar="K/N", help="check only pairs K-1, K-1+N, ... of the sorted list")
-    batch.add_argument("--merge", nargs="+", metavar="JSON", help="join shards' --json files into one table")
+    batch.add_arguments(p, "check", default_timeout=600)
     return p
 
 
 def batch_main(args) -> int:
     """--problems / --merge: one summary table and one JSON for a whole folder."""
     progress = None if args.quiet else (lambda msg: print(f"[check] {msg}", file=sys.stderr, flush=True))
-    try:
-        if args.merge:
-            result = batch.merge(args.merge)
-        else:
-            extra = ["--dtype", args.dtype] + (["--atol", str(args.atol)] if args.atol is not None else []) + \
-                    (["--rtol", str(args.rtol)] if args.rtol is not None else [])
-            result = batch.run_batch(args.problems, device=args.device or "auto", workers=args.workers,
-                                     timeout_s=args.timeout, shard=batch.parse_shard(args.shard) if args.shard else None,
-                                     trials=args.trials, extra=extra, progress=progress)
-    except (ValueError, OSError) as exc:
-        print(f"ERROR: {exc}", file=sys.stderr)
+    extra = ["--dtype", args.dtype] + (["--atol", str(args.atol)] if args.atol is not None else []) + \
+            (["--rtol", str(args.rtol)] if args.rtol is not None else [])
+    result = batch.main_from_args(args, tool="check", device=args.device or "auto", extra=extra, trials=args.trials,
+                                  progress=progress)
+    if result is None:
         return 2
-    print(batch.format_batch(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
     return 0 if all(r["verdict"] == "PASS" for r in result["results"]) else 1
 
 

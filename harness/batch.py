@@ -191,6 +191,39 @@ def merge(paths: list[str]) -> dict:
             "results": results, "seconds_total": sum(p["seconds_total"] for p in parts)}
 
 
+def add_arguments(parser, tool: str, default_timeout: float) -> None:
+    """The batch-mode options of check.py and bench.py."""
+    group = parser.add_argument_group("batch mode: every problem/candidate pair of a folder, each in its own process")
+    group.add_argument("--problems", metavar="DIR",
+                       help=f"{tool} every pair of DIR (a problem NAME.py, its candidates NAME_*.py defining ModelNew)")
+    group.add_argument("--workers", type=int, help="concurrent processes (default: one per visible GPU, or half "
+                                                   "the CPU cores)")
+    group.add_argument("--timeout", type=float, default=default_timeout,
+                       help="seconds a pair may take (default %(default)s)")
+    group.add_argument("--shard", metavar="K/N", help="only pairs K-1, K-1+N, ... of the sorted list")
+    group.add_argument("--merge", nargs="+", metavar="JSON", help="join shards' --json files into one table")
+
+
+def main_from_args(args, *, tool: str, device: str, extra: list[str], trials: int = 5, progress=None,
+                   error_prefix: str = "ERROR: ") -> dict | None:
+    """Run (or merge) a batch as the command line asked, print its table, write its JSON;
+    None when the batch itself cannot run (the message is printed)."""
+    try:
+        if args.merge:
+            result = merge(args.merge)
+        else:
+            result = run_batch(args.problems, device=device, workers=args.workers, timeout_s=args.timeout,
+                               shard=parse_shard(args.shard) if args.shard else None, trials=trials, extra=extra,
+                               progress=progress, tool=tool)
+    except (ValueError, OSError) as exc:
+        print(f"{error_prefix}{exc}", file=sys.stderr)
+        return None
+    print(format_batch(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
 def format_batch(result: dict) -> str:
     rows = result["results"]
     width = max([len(f"{r['problem']} / {r['candidate']}") for r in rows] + [10])
