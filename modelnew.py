@@ -110,8 +110,7 @@ class ModelNewColsum(nn.Module):
             return None
         # The weak references pin identity: while they live, no new Parameter or
         # storage can reuse the old ones' addresses and pass for them.
-        return (weakref.ref(w), storage, version, _optimizer_steps, w.data_ptr(), w.device, w.dtype, w.shape,
-                w.stride())
+        return (weakref.ref(w), storage, version, _optimizer_steps, w.data_ptr(), w.dtype, w.shape, w.stride())
 
     def _key_matches(self, w: torch.Tensor) -> bool:
         # Compared field by field, cheapest first, without building a new key: this
@@ -121,7 +120,7 @@ class ModelNewColsum(nn.Module):
         old = self._colsum_key
         if old is None:
             return False
-        w_ref, storage, version, steps, ptr, _device, dtype, shape, stride = old
+        w_ref, storage, version, steps, ptr, dtype, shape, stride = old
         try:
             return (
                 w_ref() is w

@@ -26,6 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.timing import format_ms
+
 SCHEMA = "kernelbench-batch/1"
 CHECK_PY = Path(__file__).resolve().parent.parent / "check.py"
 BENCH_PY = CHECK_PY.parent / "bench.py"
@@ -232,14 +234,11 @@ def format_batch(result: dict) -> str:
     lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<16}{times} {'seconds':>8}",
              "-" * (width + 36 + len(times))]
 
-    def ms(v):
-        return "-" if v is None else (f"{v:.3f} ms" if v >= 1 else f"{v * 1e3:.1f} us")
-
     def x(v):
         return "-" if v is None else f"{v:.3f}"
 
     for r in rows:
-        cells = (f" {ms(r.get('time_ms')):>10} {x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}"
+        cells = (f" {format_ms(r.get('time_ms')):>10} {x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}"
                  if timed else "")
         lines.append(f"{r['problem'] + ' / ' + r['candidate']:<{width}}  {r['verdict'] or '-':<8} "
                      f"{r['reason'] or '-':<16}{cells} {r['seconds']:>8.1f}")

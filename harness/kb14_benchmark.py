@@ -44,7 +44,7 @@ from harness.problem import load_class
 from harness.timing import (CPU_FLUSH_BYTES, CPU_KB_TRIALS, CPU_KB_WARMUP, CPU_REPEATS, CUDA_FLUSH_BYTES, KB_TRIALS,
                             KB_WARMUP, GiB, MiB, Backend, BenchError,
                             graph_time, kernelbench_time, l2_cache_bytes, make_backend, paired_differences,
-                            paired_time, robust_time, rotating_copies, rotation_buffers, stats_median)
+                            format_ms, paired_time, robust_time, rotating_copies, rotation_buffers, stats_median)
 
 SCHEMA = "kb14-bench/1"
 
@@ -173,14 +173,6 @@ def _check_against(out_fn: Callable, ref: torch.Tensor, exact: bool = True, ok_t
             res["note"] = note
         return res
     return check
-
-
-def _fmt_time(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    if abs(ms) >= 1.0:
-        return f"{ms:.3f} ms"
-    return f"{ms * 1e3:.2f} us"
 
 
 def _time_case(case: Case, args, device: torch.device, backend: Backend, l2: int) -> dict:
@@ -369,11 +361,11 @@ def breakdown(rows: list[dict], ceilings: dict) -> dict | None:
     }
     bound = out["max_speedup_vs_eager_keeping_gemm"]
     out["statement"] = (
-        f"ModelNew takes {_fmt_time(t_new)}, of which torch.matmul alone is {_fmt_time(t_mm)} "
+        f"ModelNew takes {format_ms(t_new)}, of which torch.matmul alone is {format_ms(t_mm)} "
         f"({out['gemm_share_pct']:.1f}%, at {mm.get('pct_of_ceiling') or 0:.0f}% of the fp32 GEMM "
-        f"ceiling). ModelNew - matmul = {_fmt_time(t_new - t_mm)} is the tail's overhead"
+        f"ceiling). ModelNew - matmul = {format_ms(t_new - t_mm)} is the tail's overhead"
         + (" (negative: the two medians differ by less than their noise)" if t_new < t_mm else "")
-        + (f" (our tail alone: {_fmt_time(tail)})" if tail else "")
+        + (f" (our tail alone: {format_ms(tail)})" if tail else "")
         + ". The GEMM bounds the speedup: with it kept, even a free tail gives at most "
         + (f"{bound:.3f}x over the reference eager." if bound else "matmul-bound times.")
     )
@@ -525,8 +517,8 @@ def run_bench(args) -> dict:
                 log(f"[{n}/{len(cases)}] {case.name}")
                 rows.append(_time_case(case, args, device, backend, l2))
                 if rows[-1].get("time_ms"):
-                    log(f"  median {_fmt_time(rows[-1]['time_ms'])}, KernelBench mean "
-                        f"{_fmt_time(rows[-1]['kernelbench']['mean_ms'])}")
+                    log(f"  median {format_ms(rows[-1]['time_ms'])}, KernelBench mean "
+                        f"{format_ms(rows[-1]['kernelbench']['mean_ms'])}")
             models = {c.name: (lambda c=c: c.fn(*c.args)) for c in cases
                       if c.kind == "model" and not any(r["name"] == c.name and r.get("error") for r in rows)}
             del cases
@@ -576,8 +568,8 @@ def format_table(result: dict) -> str:
                 lines.append(f"{r['name']:<26} ERROR {r['error']}")
                 continue
             kb, rb, g = r["kernelbench"], r["robust"], r.get("graph")
-            gtxt = _fmt_time(g["median_ms"]) if g and "median_ms" in g else ("fail" if g else "-")
-            rtxt = _fmt_time(rb['median_ms']) + ' [' + _fmt_time(rb['iqr_ms']) + ']'
+            gtxt = format_ms(g["median_ms"]) if g and "median_ms" in g else ("fail" if g else "-")
+            rtxt = format_ms(rb['median_ms']) + ' [' + format_ms(rb['iqr_ms']) + ']'
             if r.get("method") == "cuda-graph":
                 gtxt += "*"
             else:
@@ -592,8 +584,8 @@ def format_table(result: dict) -> str:
                         f"{'ok' if chk['allclose_1e-4'] else 'FAIL'}@1e-4 {chk['max_abs_diff']:.1e}")
             sp = lambda v: f"{v:.3f}" if v else "-"  # noqa: E731
             lines.append(
-                f"{r['name']:<26} {_fmt_time(kb['mean_ms']) + ' +- ' + _fmt_time(kb['std_ms']):>22} "
-                f"{_fmt_time(kb['min_ms']) + '..' + _fmt_time(kb['max_ms']):>22} "
+                f"{r['name']:<26} {format_ms(kb['mean_ms']) + ' +- ' + format_ms(kb['std_ms']):>22} "
+                f"{format_ms(kb['min_ms']) + '..' + format_ms(kb['max_ms']):>22} "
                 f"{rtxt:>24} "
                 f"{gtxt:>10} {sp(r['speedup_vs_eager']):>8} {sp(r['speedup_vs_compiled']):>7} "
                 f"{ach:>12} {r['pct_of_ceiling']:>5.1f}% {ctxt}")
@@ -613,7 +605,7 @@ def format_table(result: dict) -> str:
             lines.append(f"paired ({paired['rounds']} interleaved rounds, median of per-round differences):")
             for group in ("vs_matmul", "vs_reference_eager"):
                 for name, st in paired[group].items():
-                    lines.append(f"  {name:<45} {_fmt_time(st['median_ms']):>10}  [IQR {_fmt_time(st['iqr_ms'])}]")
+                    lines.append(f"  {name:<45} {format_ms(st['median_ms']):>10}  [IQR {format_ms(st['iqr_ms'])}]")
     sw = result.get("sweep")
     if sw:
         names = sorted({k for p in sw["points"] for k in p["variants"]},
@@ -627,7 +619,7 @@ def format_table(result: dict) -> str:
                 v = p["variants"][n]
                 pct = v.get("pct_of_read_ceiling")
                 bits = {True: "==", False: "!="}.get(v.get("bits_equal_eager"), "-")
-                cells.append(f"{_fmt_time(v.get('time_ms')):>11} {(f'{pct:.0f}' if pct else '-'):>5} {bits:>4}")
+                cells.append(f"{format_ms(v.get('time_ms')):>11} {(f'{pct:.0f}' if pct else '-'):>5} {bits:>4}")
             sp = lambda v: f"{v:.2f}" if v else "-"  # noqa: E731
             lines.append(f"{p['batch']:>6} {p['hidden']:>6} {p['bytes'] / MiB:>8.3f} " + " ".join(cells)
                          + f" {sp(p['speedup_vs_eager']):>8} {sp(p.get('speedup_vs_compiled')):>7} "

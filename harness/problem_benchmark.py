@@ -25,7 +25,7 @@ from harness.machine import elapsed_s, log, machine_info, measure_ceilings
 from harness.problem import CheckError, describe, error_info, load_class, problem_overrides, problem_values
 from harness.protocol import KERNELBENCH_SEED, KERNELBENCH_TOL, set_seed, to_device
 from harness.timing import (CPU_KB_TRIALS, CPU_KB_WARMUP, CPU_REPEATS, KB_TRIALS, KB_WARMUP, Backend, BenchError,
-                            kernelbench_time, make_backend, robust_time)
+                            format_ms, kernelbench_time, make_backend, robust_time)
 
 SCHEMA = "kernelbench-problem-bench/1"
 
@@ -174,12 +174,6 @@ def _run(args, device: torch.device, sets: dict) -> dict:
     }
 
 
-def _fmt(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    return f"{ms:.3f} ms" if ms >= 1 else f"{ms * 1e3:.2f} us"
-
-
 def format_problem_table(result: dict) -> str:
     est, m = result["estimates"], result["meta"]
     lines = [f"problem {result['problem']['reference']}; {m.get('gpu') or m['device']}, torch {m['torch']}",
@@ -196,7 +190,7 @@ def format_problem_table(result: dict) -> str:
         check = ("bits==" if c.get("bitwise_equal") else "ok") if c["ok"] else f"FAIL ({c['reason']})"
         sp = lambda v: f"{v:.3f}" if v else "-"  # noqa: E731
         pct = r.get("pct_of_roofline_estimate")
-        lines.append(f"{r['name'][:40]:<40} {_fmt(r['kernelbench']['mean_ms']):>12} {_fmt(r['time_ms']):>12} "
+        lines.append(f"{r['name'][:40]:<40} {format_ms(r['kernelbench']['mean_ms']):>12} {format_ms(r['time_ms']):>12} "
                      f"{sp(r.get('speedup_vs_eager')):>8} {sp(r.get('speedup_vs_compiled')):>7} "
                      f"{(f'{pct:.1f}' if pct else '-'):>7}  {check}")
     lines.append(f"* roofline from the estimates above; checks against the reference eager at {result['tolerance']:g}")

@@ -43,6 +43,15 @@ CPU_KB_TRIALS = 3
 CPU_REPEATS = 3
 
 
+def format_ms(ms: float | None) -> str:
+    """A time in milliseconds for a table: "1.234 ms", "56.78 us", or "-" when absent."""
+    if ms is None:
+        return "-"
+    if abs(ms) >= 1.0:
+        return f"{ms:.3f} ms"
+    return f"{ms * 1e3:.2f} us"
+
+
 class BenchError(Exception):
     """A problem with the arguments or the machine: reported in one line, exit code 2."""
 

@@ -197,18 +197,31 @@ at::Tensor colsum_matvec_cpu(const at::Tensor& x_in, const at::Tensor& c_in, dou
   return out;
 }
 
-// Autograd in C++, so that a call pays no Python on its way to the kernel.
+// Autograd in C++, so that a call pays no Python on its way to the kernel. The
+// kernels for the inputs' device, below the autograd key:
+at::Tensor colsum_below_autograd(const at::Tensor& w) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("kb14::colsum", "")
+                             .typed<at::Tensor(const at::Tensor&)>();
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(w);
+}
+
+at::Tensor colsum_matvec_below_autograd(const at::Tensor& x, const at::Tensor& c, double scale) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("kb14::colsum_matvec", "")
+                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(x, c, scale);
+}
+
 // d colsum[k] / d W[j, k] = 1: every row of W receives the same gradient.
 class ColsumFunction : public torch::autograd::Function<ColsumFunction> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& w) {
     ctx->saved_data["sizes"] = w.sym_sizes();
     ctx->saved_data["dtype"] = w.scalar_type();
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("kb14::colsum", "")
-                               .typed<at::Tensor(const at::Tensor&)>();
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(w);
+    return colsum_below_autograd(w);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
@@ -226,11 +239,7 @@ class ColsumMatvecFunction : public torch::autograd::Function<ColsumMatvecFuncti
     ctx->saved_data["x_dtype"] = x.scalar_type();
     // Keep only what a gradient will read: c for x's, x for c's.
     ctx->save_for_backward({c.requires_grad() ? x : at::Tensor(), x.requires_grad() ? c : at::Tensor()});
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("kb14::colsum_matvec", "")
-                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(x, c, scale);
+    return colsum_matvec_below_autograd(x, c, scale);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
@@ -245,23 +254,12 @@ class ColsumMatvecFunction : public torch::autograd::Function<ColsumMatvecFuncti
 
 // Without a graph to record, straight to the kernel, without an autograd node.
 at::Tensor colsum_autograd(const at::Tensor& w) {
-  if (!(at::GradMode::is_enabled() && w.requires_grad())) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("kb14::colsum", "")
-                               .typed<at::Tensor(const at::Tensor&)>();
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(w);
-  }
+  if (!(at::GradMode::is_enabled() && w.requires_grad())) return colsum_below_autograd(w);
   return ColsumFunction::apply(w);
 }
 at::Tensor colsum_matvec_autograd(const at::Tensor& x, const at::Tensor& c, double scale) {
-  if (!(at::GradMode::is_enabled() && (x.requires_grad() || c.requires_grad()))) {
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("kb14::colsum_matvec", "")
-                               .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(x, c, scale);
-  }
+  if (!(at::GradMode::is_enabled() && (x.requires_grad() || c.requires_grad())))
+    return colsum_matvec_below_autograd(x, c, scale);
   return ColsumMatvecFunction::apply(x, c, scale);
 }
 

@@ -296,13 +296,16 @@ at::Tensor div_sum_scale_cpu(const at::Tensor& y, double divisor, double scale) 
   return out;
 }
 
-}  // namespace
-}  // namespace kb14
-
-namespace kb14 {
-namespace {
-
 // The op's autograd, in C++ so that a call pays no Python on its way to the kernel.
+// The kernel for y's device, below the autograd key:
+at::Tensor div_sum_scale_below_autograd(const at::Tensor& y, double divisor, double scale) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("kb14::div_sum_scale", "")
+                             .typed<at::Tensor(const at::Tensor&, double, double)>();
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(y, divisor, scale);
+}
+
 // The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
 // DivBackward), so the gradient has the reference's bits.
 class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction> {
@@ -312,11 +315,7 @@ class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction
     ctx->saved_data["sizes"] = y.sym_sizes();
     ctx->saved_data["divisor"] = divisor;
     ctx->saved_data["scale"] = scale;
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("kb14::div_sum_scale", "")
-                               .typed<at::Tensor(const at::Tensor&, double, double)>();
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(y, divisor, scale);
+    return div_sum_scale_below_autograd(y, divisor, scale);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -330,14 +329,8 @@ class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction
 };
 
 at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale) {
-  if (!(at::GradMode::is_enabled() && y.requires_grad())) {
-    // No graph to record: straight to the kernel, without an autograd node.
-    static const auto op = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("kb14::div_sum_scale", "")
-                               .typed<at::Tensor(const at::Tensor&, double, double)>();
-    const at::AutoDispatchBelowADInplaceOrView below_autograd;
-    return op.call(y, divisor, scale);
-  }
+  // No graph to record: straight to the kernel, without an autograd node.
+  if (!(at::GradMode::is_enabled() && y.requires_grad())) return div_sum_scale_below_autograd(y, divisor, scale);
   return DivSumScaleFunction::apply(y, divisor, scale);
 }
 

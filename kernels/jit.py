@@ -99,6 +99,7 @@ class BuildSpec:
     cflags: tuple[str, ...]
     cuda_cflags: tuple[str, ...]
     arch: str
+    ldflags: tuple[str, ...]
 
     @classmethod
     def for_this_machine(cls) -> "BuildSpec":
@@ -113,7 +114,8 @@ class BuildSpec:
         cuda_cflags = ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={major * 100 + minor}"]
         if verbose():
             cuda_cflags += ["-lineinfo", "-Xptxas=-v"]
-        return cls(with_cuda, tuple(cflags), tuple(cuda_cflags), _cuda_arch() if with_cuda else "")
+        return cls(with_cuda, tuple(cflags), tuple(cuda_cflags), _cuda_arch() if with_cuda else "",
+                   tuple(link_flags()))
 
     def sources(self) -> tuple[str, ...]:
         return CPU_SOURCES + (CUDA_SOURCES if self.with_cuda else ())
@@ -125,7 +127,6 @@ class BuildSpec:
             h.update((SOURCE_DIR / name).read_bytes())
         parts = [
             repr(self),
-            " ".join(link_flags()),
             torch.__version__,
             str(torch.version.cuda),
             sys.version,
@@ -165,8 +166,7 @@ def _exclusive(lock_path: Path, what: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _compile(spec: BuildSpec, build_dir: Path) -> Path:
-    name = spec.name()
+def _compile(spec: BuildSpec, name: str, build_dir: Path) -> Path:
     if build_dir.exists():
         # Left by a build that died: nobody else can be using it while we hold the lock.
         shutil.rmtree(build_dir)
@@ -190,7 +190,7 @@ def _compile(spec: BuildSpec, build_dir: Path) -> Path:
             cuda_sources=cuda,
             extra_cflags=list(spec.cflags),
             extra_cuda_cflags=list(spec.cuda_cflags),
-            extra_ldflags=link_flags(),
+            extra_ldflags=list(spec.ldflags),
             extra_include_paths=[str(SOURCE_DIR)],
             build_directory=str(build_dir),
             verbose=verbose(),
@@ -216,15 +216,16 @@ def load_library() -> Path:
     if _loaded is not None:
         return _loaded
     spec = BuildSpec.for_this_machine()
+    name = spec.name()  # hashes every source: once per process
     root = cache_root()
-    build_dir = root / spec.name()
-    library = build_dir / f"{spec.name()}.so"
+    build_dir = root / name
+    library = build_dir / f"{name}.so"
     done = build_dir / ".done"
     if not done.exists():
-        with _exclusive(root / f"{spec.name()}.lock", spec.name()):
+        with _exclusive(root / f"{name}.lock", name):
             if not done.exists():
-                library = _compile(spec, build_dir)
-                done.write_text(spec.key())
+                library = _compile(spec, name, build_dir)
+                done.write_text(name)
     if not any(p.endswith(library.name) for p in torch.ops.loaded_libraries):
         torch.ops.load_library(str(library))
     _loaded = library

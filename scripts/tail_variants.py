@@ -86,6 +86,24 @@ def row_sum(y):
     return torch.sum(y, dim=1)
 
 
+def read_ceiling_gbps(device: torch.device, backend) -> float:
+    """The read ceiling the evidence quotes: torch.sum over 2 GiB of fp32, median."""
+    big = torch.empty(2 << 30 >> 2, device=device).uniform_()
+    read = timing.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
+    return big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
+
+
+def time_methods(fn, y, copies, backend, budget_s: float = 0.2) -> dict:
+    """Microseconds of fn(y) four ways: KernelBench's timing (median, and its mean),
+    triton's do_bench, one call after a read flush, and CUDA-graph replay over `copies`."""
+    kb = timing.kernelbench_time(fn, (y,), backend=backend)
+    rf = timing.robust_time(fn, (y,), backend=backend, budget_s=budget_s, min_calls=50, max_calls=300)
+    gr = timing.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
+    db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
+    return {"kernelbench": statistics.median(kb["times_ms"]) * 1e3, "kernelbench_mean": kb["mean_ms"] * 1e3,
+            "do_bench": db * 1e3, "read_flush": rf["median_ms"] * 1e3, "rotating": gr["median_ms"] * 1e3}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="/tmp/tail_variants")
@@ -108,10 +126,7 @@ def main() -> int:
     variants = {v: n for v, n in VARIANTS.items() if not args.variants or v in args.variants}
     rows_out = []
     if not args.ncu:
-        big = torch.empty(2 << 30 >> 2, device=dev).uniform_()
-        read = timing.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
-        ceiling = big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
-        del big
+        ceiling = read_ceiling_gbps(dev, backend)
         print(f"read ceiling: {ceiling:.0f} GB/s ({prop.name}, torch {torch.__version__})", flush=True)
     for (rows, cols), dname in cases:
         dtype, code = DTYPES[dname]
@@ -144,15 +159,11 @@ def main() -> int:
         copies = timing.rotating_copies(y, l2, cap=64)
         nbytes = y.numel() * y.element_size()
         for name, fn in fns.items():
-            kb = timing.kernelbench_time(fn, (y,), backend=backend)
-            kb_med = statistics.median(kb["times_ms"])
-            rf = timing.robust_time(fn, (y,), backend=backend, budget_s=0.3, min_calls=50, max_calls=300)
-            gr = timing.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
-            db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
+            t = time_methods(fn, y, copies, backend, budget_s=0.3)
             row = {"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
-                   "kernelbench_median_us": kb_med * 1e3, "kernelbench_mean_us": kb["mean_ms"] * 1e3,
-                   "read_flush_us": rf["median_ms"] * 1e3, "do_bench_us": db * 1e3, "rotating_us": gr["median_ms"] * 1e3,
-                   "rotating_gbps": nbytes / (gr["median_ms"] * 1e-3) / 1e9}
+                   "kernelbench_median_us": t["kernelbench"], "kernelbench_mean_us": t["kernelbench_mean"],
+                   "read_flush_us": t["read_flush"], "do_bench_us": t["do_bench"], "rotating_us": t["rotating"],
+                   "rotating_gbps": nbytes / (t["rotating"] * 1e-6) / 1e9}
             rows_out.append(row)
             print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} "
                   f"kb {row['kernelbench_median_us']:7.2f} (mean {row['kernelbench_mean_us']:7.2f})  "

@@ -34,9 +34,11 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from harness import machine, timing  # noqa: E402
 import kernels  # noqa: E402
+import tail_variants  # noqa: E402
+from tail_variants import eager_tail, read_ceiling_gbps, row_sum, time_methods  # noqa: E402
 
 SHAPES = [(128, 8192), (1024, 8192), (4096, 8192), (16384, 8192), (1024, 65536), (8192, 1024), (1000, 8191),
           (3, 200003)]
@@ -44,27 +46,8 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 METHODS = ("kernelbench", "do_bench", "read_flush", "rotating")
 
 
-def eager_tail(y):
-    return torch.sum(y / 2, dim=1, keepdim=True) * 1.5
-
-
 def ours(y):
     return kernels.div_sum_scale(y, 2, 1.5)
-
-
-def row_sum(y):
-    return torch.sum(y, dim=1)
-
-
-def time_all(fn, y, copies, backend) -> dict:
-    import triton.testing
-
-    kb = timing.kernelbench_time(fn, (y,), backend=backend)
-    rf = timing.robust_time(fn, (y,), backend=backend, budget_s=0.2, min_calls=50, max_calls=300)
-    gr = timing.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
-    db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
-    return {"kernelbench": statistics.median(kb["times_ms"]) * 1e3, "kernelbench_mean": kb["mean_ms"] * 1e3,
-            "do_bench": db * 1e3, "read_flush": rf["median_ms"] * 1e3, "rotating": gr["median_ms"] * 1e3}
 
 
 @torch.no_grad()  # KernelBench's protocol; with grad on, ModelNewColsum recomputes its column sum
@@ -115,16 +98,13 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
     rows = []
     for name, fn in (("ModelNewColsum.forward", model), ("inductor x @ colsum", compiled),
                      ("torch.mv", lambda t: torch.mv(t, colsum32))):
-        t = time_all(fn, x, copies, backend)
+        t = time_methods(fn, x, copies, backend)
         rows.append({"what": name, "shape": [1024, 8192], **{m: t[m] for m in METHODS}})
     return rows
 
 
 def ncu_target() -> None:
     """What `--ncu` profiles: each candidate three times in a cudaProfilerStart/Stop range."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import tail_variants
-
     lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), tail_variants.torch_version_code())
     prop = torch.cuda.get_device_properties(0)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
@@ -211,6 +191,11 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_outputs(out: Path, result: dict) -> None:
+    (out / "vs_inductor.json").write_text(json.dumps(result, indent=1))
+    (out / "vs_inductor.md").write_text(markdown(result))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results")
@@ -234,15 +219,11 @@ def main() -> int:
         result["extras_commit"] = machine.git_info()["commit"]
         result["colsum_forward"] = colsum_forward_rows(backend, l2)
         result["host_us"] = host_times()
-        (out / "vs_inductor.json").write_text(json.dumps(result, indent=1))
-        (out / "vs_inductor.md").write_text(markdown(result))
+        write_outputs(out, result)
         print(markdown(result)[-1500:])
         return 0
     compiled = torch.compile(eager_tail, dynamic=False)
-    big = torch.empty(2 << 30 >> 2, device=dev).uniform_()
-    read = timing.robust_time(torch.sum, (big,), backend=backend, min_calls=10, max_calls=20)
-    ceiling = big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
-    del big
+    ceiling = read_ceiling_gbps(dev, backend)
     rows = []
     for dname, dtype in DTYPES.items():
         for rows_, cols in SHAPES:
@@ -251,7 +232,7 @@ def main() -> int:
             ref = eager_tail(y)
             bits = {"ours": bool(torch.equal(ours(y), ref)), "inductor": bool(torch.equal(compiled(y), ref))}
             copies = timing.rotating_copies(y, l2, cap=64)
-            times = {name: time_all(fn, y, copies, backend)
+            times = {name: time_methods(fn, y, copies, backend)
                      for name, fn in (("ours", ours), ("inductor", compiled), ("eager", eager_tail),
                                       ("torch_sum", row_sum))}
             for method in METHODS:
@@ -268,12 +249,7 @@ def main() -> int:
               "commit": machine.git_info()["commit"], "read_ceiling_gbps": ceiling, "rows": rows,
               "colsum_forward": None, "host_us": {}, "ncu": None}
     out.mkdir(parents=True, exist_ok=True)
-
-    def write() -> None:  # after each part, so a run cut short keeps what it measured
-        (out / "vs_inductor.json").write_text(json.dumps(result, indent=1))
-        (out / "vs_inductor.md").write_text(markdown(result))
-
-    write()
+    write_outputs(out, result)  # after each part, so a run cut short keeps what it measured
     parts = [("colsum_forward", lambda: colsum_forward_rows(backend, l2)), ("host_us", host_times)]
     if not args.no_ncu:
         parts.append(("ncu", run_ncu))
@@ -282,7 +258,7 @@ def main() -> int:
             result[key] = part()
         except Exception as e:  # noqa: BLE001 - record it; the other parts still run
             result[key + "_error"] = f"{type(e).__name__}: {e}"
-        write()
+        write_outputs(out, result)
     print(markdown(result))
     return 0
 

@@ -4,6 +4,7 @@ stays fast), layouts, the bitwise comparison, and seeded reference / candidate p
 
 import math
 import random
+from pathlib import Path
 
 import torch
 
@@ -69,3 +70,18 @@ def assert_same_gradients(ref, new, x):
     new(xn).sum().backward()
     assert torch.equal(xr.grad, xn.grad)
     assert torch.equal(ref.weight.grad, new.weight.grad)
+
+
+# Problem files in KernelBench's format (tests/problems/): each NAME.py has a correct
+# candidate NAME_ok.py and a wrong one NAME_wrong.py, which must fail for this reason.
+PROBLEMS = Path(__file__).resolve().parent / "problems"
+WRONG_BECAUSE = {
+    "conv_bias_act": "wrong_shape",
+    "elementwise": "mismatch",
+    "gemm_epilogue": "mismatch",
+    "mlp": "wrong_dtype",
+    "reduction": "mismatch",
+    "several_inputs": "mutated_input",
+    "softmax": "mismatch",
+    "tuple_init": "forward_error",
+}

@@ -3,15 +3,13 @@ and (with matplotlib) the plot, with the correct candidate checked ok and the wr
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 import bench
+from tests.cases import PROBLEMS, WRONG_BECAUSE
 
-PROBLEMS = Path(__file__).resolve().parent / "problems"
-NAMES = ["conv_bias_act", "elementwise", "gemm_epilogue", "mlp", "reduction", "several_inputs", "softmax",
-         "tuple_init"]
+NAMES = sorted(WRONG_BECAUSE)
 QUICK = ["--device", "cpu", "--fast-ceilings", "--kb-trials", "2", "--kb-warmup", "1", "--repeats", "2"]
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 

@@ -2,25 +2,13 @@
 each problem's correct candidate passes and its wrong one fails for its own reason."""
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
 import check
+from tests.cases import PROBLEMS, WRONG_BECAUSE
 
-PROBLEMS = Path(__file__).resolve().parent / "problems"
-# problem -> why its wrong candidate must fail (the file's docstring says how it is wrong)
-WRONG_BECAUSE = {
-    "elementwise": "mismatch",
-    "reduction": "mismatch",
-    "softmax": "mismatch",
-    "gemm_epilogue": "mismatch",
-    "conv_bias_act": "wrong_shape",
-    "mlp": "wrong_dtype",
-    "several_inputs": "mutated_input",
-    "tuple_init": "forward_error",
-}
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
