@@ -56,6 +56,11 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   a.inv = op_t(1) / static_cast<op_t>(divisor);
   a.scale = static_cast<op_t>(scale);
   if (variant == 0) return launch_general<T, V>(p, a, 1, stream);
+  if (variant == 6) {
+    // What the library launches: the lean kernel where it applies, else the general ones.
+    if (lean_path_applies<T, V>(p, a)) return launch_lean<T, V>(a, prop, LeanOptions{}, stream);
+    return launch_general<T, V>(p, a, 1, stream);
+  }
   if (variant == 9) {
     empty_kernel<<<static_cast<unsigned>(rows), kLeanBlock, 0, stream>>>();
     return cudaGetLastError();
@@ -78,7 +83,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 
 // variant: 0 the general kernels; 1 lean, plain loads; 2 lean, evict-first loads; 3 lean,
 // evict-first, programmatic launch (the library's choice); 4 as 3 with at most grid_cap
-// blocks, each looping over rows; 5 lean, plain loads, programmatic launch; 9 an empty
+// blocks, each looping over rows; 5 lean, plain loads, programmatic launch; 6 the library's
+// dispatch (lean where it applies, else general), for any shape; 9 an empty
 // kernel on the lean grid; 10 an unordered read of y (any order of additions: what
 // reading the bytes costs, not a tail). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.

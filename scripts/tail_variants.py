@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from harness import timing  # noqa: E402
 
-VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 4: "lean_ef_pdl_wave", 5: "lean_pdl",
+VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 4: "lean_ef_pdl_wave", 5: "lean_pdl", 6: "library",
             9: "empty_kernel", 10: "unordered_read"}
 NOT_A_TAIL = ("empty_kernel", "unordered_read")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
