@@ -79,7 +79,7 @@ void div_sum_scale_typed(const at::Tensor& y, double divisor, double scale, at::
   const TailSwitches& switches = tail_switches();
   if constexpr (sizeof(cuda_t) < 8) {  // the lean path is for float, half and bfloat16
     if (!switches.general_only && tail::lean_path_applies<cuda_t, V>(p, a)) {
-      const cudaError_t err = tail::launch_lean<cuda_t, V>(a, prop, tail::LeanOptions{}, stream);
+      const cudaError_t err = tail::launch_lean<cuda_t, V>(p, a, prop, tail::LeanOptions{}, stream);
       C10_CUDA_CHECK(err);
       return;
     }

@@ -466,10 +466,13 @@ __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a,
 }
 
 // ---------------------------------------------------------------------------
-// The lean path: the shapes KernelBench and most users meet. The reference's block
-// of 32 lanes x 16 warps owns one whole row (split across warps, one block per
-// row), every row starts on a vector boundary and the columns are unit-stride.
-// One physical thread per logical thread, as the reference launches it, but:
+// The lean path: the shapes KernelBench and most users meet. The reference's lanes
+// are 32 wide and a row belongs either to one 32 x 16 block (split across its warps,
+// one block per row) or to one warp (16 rows per block); the columns are unit-stride
+// and every row's vectors are aligned in memory as they are in the reference's
+// quotient (a row may start mid-vector: its head and tail elements then go to the
+// first warp's lanes, as in the reference). One physical thread per logical thread,
+// as the reference launches it, but:
 //   * at most 32 registers, so four 512-thread blocks fit on an SM (full occupancy);
 //   * streaming loads that L2 evicts first (the input is read once): reading y
 //     then evicts y's own lines rather than others' dirty ones, whose write-back
@@ -479,9 +482,6 @@ __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a,
 //     kernel's completion and writes before reading y. It lets its own dependents
 //     launch once its loads are issued; they wait the same way, so the order of
 //     every read and write in the stream is unchanged.
-// By default a block owns one row. With LeanOptions::max_blocks, blocks loop over
-// rows (row, row + gridDim.x, ...) and issue the next row's loads before the tree
-// over the current one (measured no faster on the H200; kept for comparisons).
 // ---------------------------------------------------------------------------
 constexpr int kLeanBlock = 512;      // the reference's 32 x 16 block
 constexpr int kLeanWarps = kLeanBlock / kWarp;
@@ -491,11 +491,11 @@ template <typename scalar_t>
 struct LeanArgs {
   using op_t = typename Arith<scalar_t>::op_t;
   const scalar_t* __restrict__ y;
-  int64_t row_stride;  // elements, a multiple of the vector width
+  int64_t row_stride;  // elements; row_stride - cols is a multiple of the vector width
   scalar_t* __restrict__ out;
   int64_t out_stride;
   int rows;
-  int nvec;  // vectors per row
+  int cols;
   op_t inv;
   op_t scale;
 };
@@ -540,6 +540,16 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
   }
 }
 
+// The quotient of one element read alone (a row's head or tail).
+template <typename scalar_t>
+__device__ __forceinline__ float lean_element_quotient(const scalar_t* p, float inv) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    return quotient_of_float<scalar_t>(__ldg(p), inv);
+  } else {
+    return quotient_of_float<scalar_t>(to_float(*p), inv);
+  }
+}
+
 // A vector, read-only, not kept in L1, first out of L2.
 __device__ __forceinline__ void load_streaming(uint4& r, const void* p, uint64_t policy) {
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
@@ -562,11 +572,11 @@ __device__ __forceinline__ void allow_dependent_launch() {
 #endif
 }
 
-template <int U, bool kEvictFirst, typename W>
+template <int U, int kStep, bool kEvictFirst, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const int idx = k + u * kLeanBlock;
+    const int idx = k + u * kStep;
     if (idx < nvec) {
       if constexpr (kEvictFirst) {
         load_streaming(buf[u], row + idx, policy);
@@ -577,70 +587,96 @@ __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int 
   }
 }
 
-template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl>
+// Where row r's aligned vectors start and how many there are. The reference's quotient
+// is a fresh tensor: its row r starts (r * cols) mod V elements past a vector boundary;
+// the V - shift elements before the next boundary are the row's head, the elements
+// after its last whole vector its tail.
+template <int V, bool kShifted>
+struct LeanRow {
+  int shift = 0;
+  int base = 0;
+  int nvec;  // whole vectors from base
+  __device__ __forceinline__ LeanRow(int r, int cols) {
+    if constexpr (kShifted) {
+      shift = static_cast<int>((int64_t(r) * cols) % V);
+      base = shift > 0 ? V - shift : 0;
+    }
+    nvec = (cols - base) / V;
+  }
+};
+
+// kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
+// instead of one whole block. kShifted: rows may start mid-vector.
+template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kWarpRows, bool kShifted>
 __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
-  // Two buffers: a block starts writing row r + gridDim.x's warp totals while warp 0
-  // may still read row r's.
-  __shared__ float smem[2][kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
+  constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
+  __shared__ float smem[kWarpRows ? 1 : kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
   const int tid = threadIdx.x;
   const int lane = tid % kWarp, warp = tid / kWarp;
+  const int t = kWarpRows ? lane : tid;  // logical thread within the row
+  // The lean path only takes tensors of fewer than 2^31 elements.
+  const int r = kWarpRows ? blockIdx.x * kLeanWarps + warp : blockIdx.x;
+  if (kWarpRows && r >= a.rows) return;
+  const LeanRow<V, kShifted> geo(r, a.cols);
+  const scalar_t* row_start = a.y + r * a.row_stride;
+  const W* row = reinterpret_cast<const W*>(row_start + geo.base);
   const uint64_t policy = kEvictFirst ? evict_first_policy() : 0;
-  const int nvec = a.nvec;
-  int r = blockIdx.x;  // the lean path only takes tensors of fewer than 2^31 elements
-  const W* row = reinterpret_cast<const W*>(a.y + r * a.row_stride);
   W buf[U];
   if constexpr (kPdl) wait_for_prior_grids();
-  lean_load<U, kEvictFirst>(buf, row, tid, nvec, policy);
+  lean_load<U, kStep, kEvictFirst>(buf, row, t, geo.nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
-  for (int parity = 0;; parity ^= 1) {
-    float acc[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-    for (int k = tid;;) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (k + u * kLeanBlock < nvec) {
-#pragma unroll
-          for (int i = 0; i < V; ++i)
-            acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[u], i), a.inv);
-        }
-      }
-      k += U * kLeanBlock;
-      if (k >= nvec) break;
-      lean_load<U, kEvictFirst>(buf, row, k, nvec, policy);
-    }
-    float leaf = acc[0];
-#pragma unroll
-    for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
-    const int next = r + gridDim.x;
-    if (next < a.rows) {
-      row = reinterpret_cast<const W*>(a.y + next * a.row_stride);
-      lean_load<U, kEvictFirst>(buf, row, tid, nvec, policy);
-    }
 
-    float* s = smem[parity];
-    if constexpr (kOrder.lanes_before_warps) {
-      const float w = shuffle_tree(leaf, kWarp);
-      if (lane == 0) s[warp] = w;
-      __syncthreads();
-      if (warp == 0) {
-        const float total = warp_tree(lane < kLeanWarps ? s[lane] : 0.0f, kLeanWarps);
-        if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-      }
-    } else {
-      // Warps first: for each lane, the halving tree over the 16 warps, then the lanes.
-      s[warp * kWarp + lane] = leaf;
-      __syncthreads();
-      if (warp == 0) {
-        for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
-          for (int w = 0; w < offset; ++w) s[w * kWarp + lane] = s[w * kWarp + lane] + s[(w + offset) * kWarp + lane];
-        const float total = shuffle_tree(s[lane], kWarp);
-        if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+  float acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+  // The row's head and tail belong to the first warp's lanes (the reference's
+  // should_reduce_tail); the head is added first, the tail after the vectors.
+  const bool owns_edges = kShifted && (kWarpRows || warp == 0);
+  if (owns_edges && geo.shift > 0 && lane >= geo.shift && lane < V)
+    acc[0] = 0.0f + lean_element_quotient(row_start + (lane - geo.shift), a.inv);
+#pragma unroll 1
+  for (int k = t;;) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (k + u * kStep < geo.nvec) {
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[u], i), a.inv);
       }
     }
-    if (next >= a.rows) break;
-    r = next;
+    k += U * kStep;
+    if (k >= geo.nvec) break;
+    lean_load<U, kStep, kEvictFirst>(buf, row, k, geo.nvec, policy);
+  }
+  if (owns_edges && lane < (a.cols - geo.base) % V)
+    acc[0] = acc[0] + lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
+  float leaf = acc[0];
+#pragma unroll
+  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
+
+  if constexpr (kWarpRows) {
+    const float total = shuffle_tree(leaf, kWarp);
+    if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+  } else if constexpr (kOrder.lanes_before_warps) {
+    const float w = shuffle_tree(leaf, kWarp);
+    if (lane == 0) smem[warp] = w;
+    __syncthreads();
+    if (warp == 0) {
+      const float total = warp_tree(lane < kLeanWarps ? smem[lane] : 0.0f, kLeanWarps);
+      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
+  } else {
+    // Warps first: for each lane, the halving tree over the 16 warps, then the lanes.
+    smem[warp * kWarp + lane] = leaf;
+    __syncthreads();
+    if (warp == 0) {
+      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
+        for (int w = 0; w < offset; ++w)
+          smem[w * kWarp + lane] = smem[w * kWarp + lane] + smem[(w + offset) * kWarp + lane];
+      const float total = shuffle_tree(smem[lane], kWarp);
+      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
   }
 }
 
@@ -675,23 +711,24 @@ cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, int logical_p
   return cudaGetLastError();
 }
 
-// Whether the lean path reproduces the plan: one 32 x 16 block per row, every row of
-// whole, aligned vectors (so no row of the reference's quotient starts mid-vector).
+// Whether the lean path reproduces the plan: 32 lanes per row, a row per 32 x 16
+// block (split across its warps, in one block) or per warp, unit-stride columns, and
+// each row's vectors aligned in memory as in the reference's quotient (row r of y is
+// as far past a vector boundary as row r of a fresh tensor of this shape).
 template <typename scalar_t, int V>
 bool lean_path_applies(const Plan& p, const Args<scalar_t>& a) {
   static_assert(sizeof(scalar_t) < 8, "the lean path is for float, half and bfloat16");
-  return p.split_y && p.ctas == 1 && p.vectorized && p.bx == kWarp &&
-         p.by == kLeanWarps && a.col_stride == 1 && a.cols % V == 0 && a.row_stride % V == 0 &&
-         reinterpret_cast<uintptr_t>(a.y) % (sizeof(scalar_t) * V) == 0 && a.cols / V <= INT32_MAX;
+  return p.vectorized && p.bx == kWarp && p.ctas == 1 && (!p.split_y || p.by == kLeanWarps) &&
+         a.col_stride == 1 && (a.row_stride - a.cols) % V == 0 &&
+         reinterpret_cast<uintptr_t>(a.y) % (sizeof(scalar_t) * V) == 0 && a.rows * a.row_stride <= INT32_MAX;
 }
 
 struct LeanOptions {
   bool evict_first = true;
   bool programmatic_launch = true;  // honoured on sm_90 and newer
-  int max_blocks = 0;               // 0: one block per row; else blocks loop over rows
 };
 
-template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl>
+template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kWarpRows, bool kShifted>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
@@ -704,31 +741,47 @@ cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cuda
     config.attrs = attribute;
     config.numAttrs = 1;
   }
-  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kEvictFirst, kPdl>, a);
+  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kEvictFirst, kPdl, kWarpRows, kShifted>, a);
+}
+
+// Vectors in flight per thread, as many as 32 registers hold without spilling beside
+// the rest: 64 bytes (fp32) or 32 (16-bit) when a block owns the row; 32 bytes when a
+// warp owns it (each warp then keeps its own row address; three fp32 vectors spill).
+template <typename scalar_t, int V, bool kEvictFirst, bool kPdl>
+cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, unsigned grid,
+                              cudaStream_t stream) {
+  constexpr int U = V == 8 ? 2 : 4;
+  constexpr int kWarpU = 2;
+  if (warp_rows) {
+    return shifted ? launch_lean_variant<scalar_t, V, kWarpU, kEvictFirst, kPdl, true, true>(a, grid, stream)
+                   : launch_lean_variant<scalar_t, V, kWarpU, kEvictFirst, kPdl, true, false>(a, grid, stream);
+  }
+  return shifted ? launch_lean_variant<scalar_t, V, U, kEvictFirst, kPdl, false, true>(a, grid, stream)
+                 : launch_lean_variant<scalar_t, V, U, kEvictFirst, kPdl, false, false>(a, grid, stream);
 }
 
 template <typename scalar_t, int V>
-cudaError_t launch_lean(const Args<scalar_t>& g, const DeviceShape& prop, const LeanOptions& opt,
+cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShape& prop, const LeanOptions& opt,
                         cudaStream_t stream) {
-  constexpr int U = V == 8 ? 2 : 4;  // vectors in flight per thread (64 or 32 bytes): 32 registers hold them
   LeanArgs<scalar_t> a;
   a.y = g.y;
   a.row_stride = g.row_stride;
   a.out = g.out;
   a.out_stride = g.out_stride;
   a.rows = static_cast<int>(g.rows);
-  a.nvec = static_cast<int>(g.cols / V);
+  a.cols = static_cast<int>(g.cols);
   a.inv = g.inv;
   a.scale = g.scale;
-  const int64_t rows = g.rows;
-  const unsigned blocks = static_cast<unsigned>(opt.max_blocks > 0 ? std::min<int64_t>(rows, opt.max_blocks) : rows);
+  const bool warp_rows = !p.split_y;
+  const bool shifted = g.cols % V != 0;
+  const unsigned blocks = static_cast<unsigned>(warp_rows ? ceil_div(g.rows, kLeanWarps) : g.rows);
   const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
   if (opt.evict_first) {
-    return pdl ? launch_lean_variant<scalar_t, V, U, true, true>(a, blocks, stream)
-               : launch_lean_variant<scalar_t, V, U, true, false>(a, blocks, stream);
+    return pdl ? launch_lean_shape<scalar_t, V, true, true>(a, warp_rows, shifted, blocks, stream)
+               : launch_lean_shape<scalar_t, V, true, false>(a, warp_rows, shifted, blocks, stream);
   }
-  return pdl ? launch_lean_variant<scalar_t, V, U, false, true>(a, blocks, stream)
-             : launch_lean_variant<scalar_t, V, U, false, false>(a, blocks, stream);
+  return pdl ? launch_lean_shape<scalar_t, V, false, true>(a, warp_rows, shifted, blocks, stream)
+             : launch_lean_shape<scalar_t, V, false, false>(a, warp_rows, shifted, blocks, stream);
 }
 
 }  // namespace tail

@@ -12,17 +12,24 @@ namespace {
 
 __global__ void empty_kernel() {}
 
-// Sums y's words in any order, 8 loads in flight per thread over a grid-stride loop.
+// Sums y's words in any order, U loads in flight per thread over a grid-stride loop.
+template <int U, bool kEvictFirst>
 __global__ void __launch_bounds__(kLeanBlock) unordered_read_kernel(const uint4* __restrict__ y, int64_t n16,
                                                                     float* __restrict__ sink) {
-  constexpr int U = 8;
+  const uint64_t policy = kEvictFirst ? evict_first_policy() : 0;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   float acc = 0.0f;
   int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (; i + (U - 1) * stride < n16; i += U * stride) {
     uint4 b[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) b[u] = __ldg(y + i + u * stride);
+    for (int u = 0; u < U; ++u) {
+      if constexpr (kEvictFirst) {
+        load_streaming(b[u], y + i + u * stride, policy);
+      } else {
+        b[u] = __ldg(y + i + u * stride);
+      }
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) acc += __uint_as_float(b[u].x) + __uint_as_float(b[u].y) + __uint_as_float(b[u].z) + __uint_as_float(b[u].w);
   }
@@ -32,6 +39,65 @@ __global__ void __launch_bounds__(kLeanBlock) unordered_read_kernel(const uint4*
   }
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
   if (threadIdx.x % 32 == 0) sink[blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32] = acc;
+}
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The lean kernel's order, with the row fetched by the bulk-copy engine: thread 0
+// asks for the row in chunks of 512 vectors (one per thread), each completing on its
+// own mbarrier; thread t then adds vector t of each chunk, as the lean kernel does.
+// Only rows of exactly kChunks * 512 aligned float4 vectors (8192 floats for 4).
+template <int kChunks>
+__global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel(LeanArgs<float> a) {
+  extern __shared__ __align__(128) uint4 row_copy[];
+  __shared__ __align__(8) uint64_t arrived[kChunks];
+  __shared__ float warp_totals[kLeanWarps];
+  constexpr uint32_t kChunkBytes = kLeanBlock * sizeof(uint4);
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int r = blockIdx.x;
+  if (tid == 0) {
+    for (int c = 0; c < kChunks; ++c) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&arrived[c])));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  wait_for_prior_grids();
+  if (tid == 0) {
+    const uint64_t policy = evict_first_policy();
+    const char* src = reinterpret_cast<const char*>(a.y + int64_t(r) * a.row_stride);
+    for (int c = 0; c < kChunks; ++c) {
+      const uint32_t bar = shared_address(&arrived[c]);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(kChunkBytes) : "memory");
+      asm volatile(
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+              shared_address(row_copy + c * kLeanBlock)),
+          "l"(src + c * kChunkBytes), "r"(kChunkBytes), "r"(bar), "l"(policy)
+          : "memory");
+    }
+  }
+  allow_dependent_launch();
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+    const uint32_t bar = shared_address(&arrived[c]);
+    asm volatile(
+        "{\n .reg .pred done;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n @!done bra WAIT_%=;\n}" ::"r"(bar)
+        : "memory");
+    const uint4 v = row_copy[c * kLeanBlock + tid];
+    acc[0] = acc[0] + __fmul_rn(__uint_as_float(v.x), a.inv);
+    acc[1] = acc[1] + __fmul_rn(__uint_as_float(v.y), a.inv);
+    acc[2] = acc[2] + __fmul_rn(__uint_as_float(v.z), a.inv);
+    acc[3] = acc[3] + __fmul_rn(__uint_as_float(v.w), a.inv);
+  }
+  const float leaf = ((acc[0] + acc[1]) + acc[2]) + acc[3];
+  const float w = shuffle_tree(leaf, kWarp);
+  if (lane == 0) warp_totals[warp] = w;
+  __syncthreads();
+  if (warp == 0) {
+    const float total = warp_tree(lane < kLeanWarps ? warp_totals[lane] : 0.0f, kLeanWarps);
+    if (lane == 0) a.out[r * a.out_stride] = __fmul_rn(total, a.scale);
+  }
 }
 
 template <typename T>
@@ -58,35 +124,65 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   if (variant == 0) return launch_general<T, V>(p, a, 1, stream);
   if (variant == 6) {
     // What the library launches: the lean kernel where it applies, else the general ones.
-    if (lean_path_applies<T, V>(p, a)) return launch_lean<T, V>(a, prop, LeanOptions{}, stream);
+    if (lean_path_applies<T, V>(p, a)) return launch_lean<T, V>(p, a, prop, LeanOptions{}, stream);
     return launch_general<T, V>(p, a, 1, stream);
   }
   if (variant == 9) {
     empty_kernel<<<static_cast<unsigned>(rows), kLeanBlock, 0, stream>>>();
     return cudaGetLastError();
   }
-  if (variant == 10) {
+  if (variant == 10 || variant == 13) {
     const int64_t n16 = rows * cols * int64_t(sizeof(T)) / 16;
-    unordered_read_kernel<<<8 * prop.multiprocessors, kLeanBlock, 0, stream>>>(static_cast<const uint4*>(y), n16,
-                                                                              static_cast<float*>(partials));
+    const unsigned grid = grid_cap > 0 ? grid_cap : 8 * prop.multiprocessors;
+    const auto* y16 = static_cast<const uint4*>(y);
+    auto* sink = static_cast<float*>(partials);
+    if (variant == 10) {
+      unordered_read_kernel<8, false><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
+    } else {
+      unordered_read_kernel<4, true><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
+    }
     return cudaGetLastError();
+  }
+  if (variant == 14) {
+    if (!std::is_same_v<T, float> || cols != 4 * 4 * kLeanBlock || row_stride != cols || kOrder.lanes_before_warps == false)
+      return -1;
+    LeanArgs<float> la;
+    la.y = static_cast<const float*>(y);
+    la.row_stride = row_stride;
+    la.out = static_cast<float*>(out);
+    la.out_stride = out_stride;
+    la.rows = static_cast<int>(rows);
+    la.cols = static_cast<int>(cols);
+    la.inv = 1.0f / static_cast<float>(divisor);
+    la.scale = static_cast<float>(scale);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(rows));
+    config.blockDim = dim3(kLeanBlock);
+    config.dynamicSmemBytes = 4 * kLeanBlock * sizeof(uint4);
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, bulk_rows_kernel<4>, la);
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
   LeanOptions opt;
-  opt.evict_first = variant == 2 || variant == 3 || variant == 4;
-  opt.programmatic_launch = variant == 3 || variant == 4 || variant == 5;
-  opt.max_blocks = variant == 4 ? grid_cap : 0;
-  return launch_lean<T, V>(a, prop, opt, stream);
+  opt.evict_first = variant == 2 || variant == 3;
+  opt.programmatic_launch = variant == 3 || variant == 5;
+  return launch_lean<T, V>(p, a, prop, opt, stream);
 }
 
 }  // namespace
 
 // variant: 0 the general kernels; 1 lean, plain loads; 2 lean, evict-first loads; 3 lean,
-// evict-first, programmatic launch (the library's choice); 4 as 3 with at most grid_cap
-// blocks, each looping over rows; 5 lean, plain loads, programmatic launch; 6 the library's
-// dispatch (lean where it applies, else general), for any shape; 9 an empty
-// kernel on the lean grid; 10 an unordered read of y (any order of additions: what
-// reading the bytes costs, not a tail). Variants tried and removed (L2 bulk prefetch one
+// evict-first, programmatic launch (the library's choice); 5 lean, plain loads,
+// programmatic launch; 6 the library's dispatch (lean where it applies, else general),
+// for any shape; 9 an empty kernel on the lean grid; 10 and 13 unordered reads of y
+// (any order of additions: what reading the bytes costs, not a tail) over grid_cap
+// blocks (default 8 per SM), 8 plain loads or 4 evict-first loads in flight; 14 the
+// lean order with each row fetched by the bulk-copy engine (fp32 rows of 8192 only). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.

@@ -28,13 +28,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from harness import timing  # noqa: E402
 
-VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 4: "lean_ef_pdl_wave", 5: "lean_pdl", 6: "library",
-            9: "empty_kernel", 10: "unordered_read"}
-NOT_A_TAIL = ("empty_kernel", "unordered_read")
+VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pdl", 6: "library",
+            9: "empty_kernel", 10: "unordered_read", 13: "unordered_read_ef", 14: "bulk_rows"}
+GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
+NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
 CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "float32"),
          ((16384, 8192), "float32"), ((1024, 65536), "float32"), ((4096, 8192), "bfloat16"),
-         ((16384, 8192), "bfloat16"), ((1024, 65536), "bfloat16"), ((16384, 8192), "float16")]
+         ((16384, 8192), "bfloat16"), ((1024, 65536), "bfloat16"), ((16384, 8192), "float16"),
+         ((8192, 1024), "float32"), ((1000, 8191), "float32"), ((8192, 1024), "bfloat16"), ((1000, 8191), "bfloat16"),
+         ((1000, 8191), "float16")]
 
 
 def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
@@ -63,13 +66,13 @@ def torch_version_code() -> int:
     return major * 100 + minor
 
 
-def variant_fn(lib, variant: int, dtype_code: int, props, partials):
+def variant_fn(lib, variant: int, dtype_code: int, props, partials, grid_cap: int = 0):
     sms, tpm, major = props
 
     def fn(y: torch.Tensor) -> torch.Tensor:
         out = torch.empty((y.shape[0], 1), dtype=y.dtype, device=y.device)
         err = lib.kb14x_tail(variant, dtype_code, y.data_ptr(), y.shape[0], y.shape[1], y.stride(0),
-                             out.data_ptr(), out.stride(0), 2.0, 1.5, sms, tpm, major, 4 * sms,
+                             out.data_ptr(), out.stride(0), 2.0, 1.5, sms, tpm, major, grid_cap,
                              partials.data_ptr(), torch.cuda.current_stream().cuda_stream)
         if err:
             raise RuntimeError(f"variant {VARIANTS[variant]}: error {err}")
@@ -110,6 +113,8 @@ def main() -> int:
     parser.add_argument("--ncu", action="store_true")
     parser.add_argument("--cases", type=int, nargs="*", help="indices into CASES (default: all)")
     parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
+    parser.add_argument("--grid-caps", type=int, nargs="*", default=[0],
+                        help="grid sizes for the unordered reads (0: 8 blocks per SM)")
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -135,7 +140,8 @@ def main() -> int:
         ref = eager_tail(y)
         fns = {"eager": eager_tail, "torch.sum": row_sum, "inductor": inductor}
         for v, name in variants.items():
-            fns[name] = variant_fn(lib, v, code, props, partials)
+            for cap in (args.grid_caps if v in GRID_SIZED else [0]):
+                fns[f"{name}@{cap}" if cap else name] = variant_fn(lib, v, code, props, partials, cap)
         bits = {}
         for name, fn in list(fns.items()):
             try:
@@ -145,7 +151,7 @@ def main() -> int:
                 print(f"  {name}: {e}")
                 del fns[name]
                 continue
-            bits[name] = bool(torch.equal(got, ref)) if name not in ("torch.sum",) + NOT_A_TAIL else None
+            bits[name] = bool(torch.equal(got, ref)) if name.split("@")[0] not in ("torch.sum",) + NOT_A_TAIL else None
         torch.cuda.synchronize()
         if args.ncu:
             torch.cuda.profiler.start()

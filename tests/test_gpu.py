@@ -67,6 +67,29 @@ def test_lean_path_shapes(dtype):
     assert not failures, f"{len(failures)} shapes differ, e.g. {failures[:5]}"
 
 
+# The lean kernel's other shapes: a warp per row (rows of 128 to 8191 columns, at least 16
+# rows) and rows that start mid-vector (any column count that is not a multiple of the
+# vector), contiguous or with row strides padded by a whole number of vectors (both keep
+# each row's vectors aligned as in the reference's quotient); padding by 3 does not, and
+# takes the general kernels.
+WARP_AND_SHIFTED = [(16, 128), (17, 129), (100, 1023), (512, 1024), (2049, 1000), (8192, 1024), (300, 4097),
+                    (1000, 8191), (529, 8193), (64, 12289), (40, 65535), (8, 8191), (16, 255)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_lean_warp_rows_and_shifted_rows(dtype):
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    failures = []
+    for rows, cols in WARP_AND_SHIFTED:
+        big = torch.randn(rows, cols + 16, device="cuda", dtype=dtype, generator=gen)
+        for pad in (0, 8, 16, 3):
+            y = big[:, :cols].contiguous() if pad == 0 else big.view(-1)[: rows * (cols + pad)].view(rows, cols + pad)[:, :cols]
+            ours, ref = _pair(y)
+            if not torch.equal(ours, ref):
+                failures.append(f"pad {pad} {rows}x{cols}: {(ours != ref).sum().item()} differ")
+    assert not failures, f"{len(failures)} shapes differ, e.g. {failures[:5]}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape", [(1024, 8192), (1, 1), (1, 127), (1, 128), (1, 129), (3, 128), (37, 199), (5, 1_000_003), (16384, 8192), (1024, 65536)]
