@@ -19,9 +19,9 @@ Release groups (what differs between them, all in Reduce.cuh unless named):
 
 global_reduce (several blocks per row) reduces across warps, then lanes, in both groups.
 
-Limits: 2-D y, fewer than 2**31 elements (one launch), dtypes float32, float16, bfloat16,
-float64. The quotient `y / divisor` is a fresh contiguous tensor whatever y's strides, so row r
-starts (r * cols) mod input_vec_size elements past a vector boundary (the allocator's blocks
+Limits: 2-D y spanning fewer than 2**31 bytes (one launch with 32-bit indexing); dtypes
+float32, float16, bfloat16, float64. The quotient `y / divisor` is a fresh contiguous tensor
+whatever y's strides, so row r starts (r * cols) mod input_vec_size elements past a vector boundary (the allocator's blocks
 are aligned far beyond a vector).
 
 The module needs only torch: tests and scripts load it by its path, so that using it does not
@@ -42,7 +42,7 @@ MAX_NUM_THREADS = 512  # mnt_wrapper<T>::MAX_NUM_THREADS for every real type
 VT0 = 4  # accumulators per thread in thread_reduce_impl (gpu_reduce_kernel's default)
 MIN_VALUES_PER_THREAD = 16
 MAX_VALUES_PER_THREAD = 256
-MAX_ELEMENTS = 2**31 - 1  # beyond this ATen splits the reduction into several launches
+INT32_MAX = 2**31 - 1  # TensorIterator::can_use_32bit_indexing: beyond it ATen splits the reduction
 
 
 @dataclass(frozen=True)
@@ -126,9 +126,10 @@ def launch_config(rows: int, cols: int, dtype: torch.dtype, *, release: str, mul
     _check_dtype(dtype)
     if rows < 1 or cols < 1:
         raise ValueError(f"the model needs a non-empty y, got {rows} x {cols}")
-    if rows * cols > MAX_ELEMENTS:
-        raise ValueError(f"{rows} x {cols} has 2**31 or more elements: ATen splits it into several launches, "
-                         "which the model does not cover")
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if 1 + (rows * cols - 1) * itemsize > INT32_MAX:
+        raise ValueError(f"{rows} x {cols} {dtype} spans 2**31 bytes or more: ATen splits it into several "
+                         "launches (32-bit indexing), which the model does not cover")
     if multiprocessors < 1 or max_threads_per_multiprocessor < MAX_NUM_THREADS:
         raise ValueError(f"implausible GPU: {multiprocessors} SMs, {max_threads_per_multiprocessor} threads per SM")
     vec = input_vec_size(dtype, release)

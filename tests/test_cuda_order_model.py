@@ -85,7 +85,8 @@ def test_short_rows_sub_warp_blocks_warp_per_row():
     # 1000 x 20: not vectorised (20 <= 128); pow2(20) = 16, block 16 x 32; vpt = 2 < 256: each
     # warp row of the block its own row; grid = ceil(1000 / 32).
     c = config(1000, 20)
-    assert (c.block_width, c.block_height, c.split_across_warps, c.vectorized, c.step_input) == (16, 32, False, False, 16)
+    assert (c.block_width, c.block_height, c.split_across_warps, c.vectorized) == (16, 32, False, False)
+    assert c.step_input == 16
     assert c.grid == (32, 1) and c.branches()["sub_warp_block"] and c.branches()["warp_per_row"]
 
 
@@ -192,7 +193,8 @@ def simulate_row_sums(q: np.ndarray, cfg, release: str) -> np.ndarray:
                         vals[tid] = vals[tid] + vals[tid + off]
                 off //= 2
             dim = 32
-        order = [dim >> k for k in range(1, dim.bit_length())] if lanes_first else [1 << k for k in range(dim.bit_length() - 1)]
+        ascending = [1 << k for k in range(dim.bit_length() - 1)]
+        order = ascending[::-1] if lanes_first else ascending
         for off in order:
             snap = list(vals)
             for tid in range(len(vals)):
@@ -373,8 +375,12 @@ def test_validation_errors():
         model.reference_tail(y, True, 1.5, release=NEW, **H100)
     with pytest.raises(TypeError, match="scale"):
         model.reference_tail(y, 2, "1.5", release=NEW, **H100)
-    with pytest.raises(ValueError, match="2\\*\\*31"):
+    with pytest.raises(ValueError, match="2\\*\\*31 bytes"):
         model.launch_config(2**16, 2**15, torch.float32, release=NEW, multiprocessors=132)
+    # 32-bit indexing counts bytes: 2**29 + 2**15 floats are too many, as halves they fit.
+    with pytest.raises(ValueError, match="2\\*\\*31 bytes"):
+        model.launch_config(2**15, 2**14 + 1, torch.float32, release=NEW, multiprocessors=132)
+    assert model.launch_config(2**15, 2**14 + 1, torch.float16, release=NEW, multiprocessors=132).ctas_per_row == 1
     with pytest.raises(ValueError, match="SMs"):
         model.launch_config(4, 8, torch.float32, release=NEW, multiprocessors=0)
 
