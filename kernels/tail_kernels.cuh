@@ -550,15 +550,45 @@ __device__ __forceinline__ float lean_element_quotient(const scalar_t* p, float 
   }
 }
 
-// A vector, read-only, not kept in L1, first out of L2.
-__device__ __forceinline__ void load_streaming(uint4& r, const void* p, uint64_t policy) {
-  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-      : "l"(p), "l"(policy));
+// How the lean kernel reads y. Each is a hint to the caches; the bits are the same.
+enum class LeanLoad {
+  kCached,          // ld.global.nc: the read-only path, default caching
+  kStreamingNc,     // ld.global.nc, not allocated in L1, first out of L2
+  kEvictFirst,      // ld.global, first out of L1 and of L2 (what Triton emits for evict_first)
+  kStreaming,       // ld.global, not allocated in L1, first out of L2
+  kCacheStreaming,  // ld.global.cs
+};
+
+#define KB14_LEAN_LOAD(KIND, QUALIFIERS)                                                              \
+  __device__ __forceinline__ void lean_load_vec(std::integral_constant<LeanLoad, LeanLoad::KIND>, uint4& r, \
+                                                const void* p, uint64_t policy) {                    \
+    asm("ld.global" QUALIFIERS ".v4.u32 {%0, %1, %2, %3}, [%4], %5;"                         \
+          : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)                                                \
+          : "l"(p), "l"(policy));                                                                     \
+  }                                                                                                   \
+  __device__ __forceinline__ void lean_load_vec(std::integral_constant<LeanLoad, LeanLoad::KIND>, uint2& r, \
+                                                const void* p, uint64_t policy) {                    \
+    asm("ld.global" QUALIFIERS ".v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy)); \
+  }
+KB14_LEAN_LOAD(kStreamingNc, ".nc.L1::no_allocate.L2::cache_hint")
+KB14_LEAN_LOAD(kEvictFirst, ".L1::evict_first.L2::cache_hint")
+KB14_LEAN_LOAD(kStreaming, ".L1::no_allocate.L2::cache_hint")
+#undef KB14_LEAN_LOAD
+
+template <LeanLoad kLoad, typename W>
+__device__ __forceinline__ void lean_load_one(W& r, const W* p, uint64_t policy) {
+  if constexpr (kLoad == LeanLoad::kCached) {
+    r = __ldg(p);
+  } else if constexpr (kLoad == LeanLoad::kCacheStreaming) {
+    r = __ldcs(p);
+  } else {
+    lean_load_vec(std::integral_constant<LeanLoad, kLoad>{}, r, p, policy);
+  }
 }
-__device__ __forceinline__ void load_streaming(uint2& r, const void* p, uint64_t policy) {
-  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy));
-}
+
+template <LeanLoad kLoad>
+constexpr bool kLoadHasPolicy = kLoad == LeanLoad::kStreamingNc || kLoad == LeanLoad::kEvictFirst ||
+                                kLoad == LeanLoad::kStreaming;
 
 __device__ __forceinline__ void wait_for_prior_grids() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -572,18 +602,12 @@ __device__ __forceinline__ void allow_dependent_launch() {
 #endif
 }
 
-template <int U, int kStep, bool kEvictFirst, typename W>
+template <int U, int kStep, LeanLoad kLoad, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const int idx = k + u * kStep;
-    if (idx < nvec) {
-      if constexpr (kEvictFirst) {
-        load_streaming(buf[u], row + idx, policy);
-      } else {
-        buf[u] = __ldg(row + idx);
-      }
-    }
+    if (idx < nvec) lean_load_one<kLoad>(buf[u], row + idx, policy);
   }
 }
 
@@ -607,7 +631,7 @@ struct LeanRow {
 
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
 // instead of one whole block. kShifted: rows may start mid-vector.
-template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kWarpRows, bool kShifted>
+template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
 __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
@@ -621,10 +645,10 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   const LeanRow<V, kShifted> geo(r, a.cols);
   const scalar_t* row_start = a.y + r * a.row_stride;
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);
-  const uint64_t policy = kEvictFirst ? evict_first_policy() : 0;
+  const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
   W buf[U];
   if constexpr (kPdl) wait_for_prior_grids();
-  lean_load<U, kStep, kEvictFirst>(buf, row, t, geo.nvec, policy);
+  lean_load<U, kStep, kLoad>(buf, row, t, geo.nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
 
   float acc[V];
@@ -647,7 +671,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
     }
     k += U * kStep;
     if (k >= geo.nvec) break;
-    lean_load<U, kStep, kEvictFirst>(buf, row, k, geo.nvec, policy);
+    lean_load<U, kStep, kLoad>(buf, row, k, geo.nvec, policy);
   }
   if (owns_edges && lane < (a.cols - geo.base) % V)
     acc[0] = acc[0] + lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
@@ -723,12 +747,14 @@ bool lean_path_applies(const Plan& p, const Args<scalar_t>& a) {
          reinterpret_cast<uintptr_t>(a.y) % (sizeof(scalar_t) * V) == 0 && a.rows * a.row_stride <= INT32_MAX;
 }
 
+// The library's choice of load (measured: results/kernel_notes.md); others for comparisons.
+constexpr LeanLoad kLeanLoad = LeanLoad::kStreamingNc;
+
 struct LeanOptions {
-  bool evict_first = true;
   bool programmatic_launch = true;  // honoured on sm_90 and newer
 };
 
-template <typename scalar_t, int V, int U, bool kEvictFirst, bool kPdl, bool kWarpRows, bool kShifted>
+template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
@@ -741,26 +767,26 @@ cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cuda
     config.attrs = attribute;
     config.numAttrs = 1;
   }
-  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kEvictFirst, kPdl, kWarpRows, kShifted>, a);
+  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted>, a);
 }
 
 // Vectors in flight per thread, as many as 32 registers hold without spilling beside
 // the rest: 64 bytes (fp32) or 32 (16-bit) when a block owns the row; 32 bytes when a
 // warp owns it (each warp then keeps its own row address; three fp32 vectors spill).
-template <typename scalar_t, int V, bool kEvictFirst, bool kPdl>
+template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
 cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, unsigned grid,
                               cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;
   constexpr int kWarpU = 2;
   if (warp_rows) {
-    return shifted ? launch_lean_variant<scalar_t, V, kWarpU, kEvictFirst, kPdl, true, true>(a, grid, stream)
-                   : launch_lean_variant<scalar_t, V, kWarpU, kEvictFirst, kPdl, true, false>(a, grid, stream);
+    return shifted ? launch_lean_variant<scalar_t, V, kWarpU, kLoad, kPdl, true, true>(a, grid, stream)
+                   : launch_lean_variant<scalar_t, V, kWarpU, kLoad, kPdl, true, false>(a, grid, stream);
   }
-  return shifted ? launch_lean_variant<scalar_t, V, U, kEvictFirst, kPdl, false, true>(a, grid, stream)
-                 : launch_lean_variant<scalar_t, V, U, kEvictFirst, kPdl, false, false>(a, grid, stream);
+  return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
+                 : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);
 }
 
-template <typename scalar_t, int V>
+template <typename scalar_t, int V, LeanLoad kLoad = kLeanLoad>
 cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShape& prop, const LeanOptions& opt,
                         cudaStream_t stream) {
   LeanArgs<scalar_t> a;
@@ -776,12 +802,8 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   const bool shifted = g.cols % V != 0;
   const unsigned blocks = static_cast<unsigned>(warp_rows ? ceil_div(g.rows, kLeanWarps) : g.rows);
   const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
-  if (opt.evict_first) {
-    return pdl ? launch_lean_shape<scalar_t, V, true, true>(a, warp_rows, shifted, blocks, stream)
-               : launch_lean_shape<scalar_t, V, true, false>(a, warp_rows, shifted, blocks, stream);
-  }
-  return pdl ? launch_lean_shape<scalar_t, V, false, true>(a, warp_rows, shifted, blocks, stream)
-             : launch_lean_shape<scalar_t, V, false, false>(a, warp_rows, shifted, blocks, stream);
+  return pdl ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, blocks, stream)
+             : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, blocks, stream);
 }
 
 }  // namespace tail

@@ -24,11 +24,7 @@ __global__ void __launch_bounds__(kLeanBlock) unordered_read_kernel(const uint4*
     uint4 b[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if constexpr (kEvictFirst) {
-        load_streaming(b[u], y + i + u * stride, policy);
-      } else {
-        b[u] = __ldg(y + i + u * stride);
-      }
+      lean_load_one<kEvictFirst ? LeanLoad::kStreamingNc : LeanLoad::kCached>(b[u], y + i + u * stride, policy);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) acc += __uint_as_float(b[u].x) + __uint_as_float(b[u].y) + __uint_as_float(b[u].z) + __uint_as_float(b[u].w);
@@ -169,9 +165,15 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
   LeanOptions opt;
-  opt.evict_first = variant == 2 || variant == 3;
-  opt.programmatic_launch = variant == 3 || variant == 5;
-  return launch_lean<T, V>(p, a, prop, opt, stream);
+  opt.programmatic_launch = variant != 1 && variant != 2;
+  switch (variant) {
+    case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
+    case 2: case 3: case 21: return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
+    case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
+    case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
+    case 24: return launch_lean<T, V, LeanLoad::kCacheStreaming>(p, a, prop, opt, stream);
+    default: return -2;
+  }
 }
 
 }  // namespace
@@ -182,7 +184,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // for any shape; 9 an empty kernel on the lean grid; 10 and 13 unordered reads of y
 // (any order of additions: what reading the bytes costs, not a tail) over grid_cap
 // blocks (default 8 per SM), 8 plain loads or 4 evict-first loads in flight; 14 the
-// lean order with each row fetched by the bulk-copy engine (fp32 rows of 8192 only). Variants tried and removed (L2 bulk prefetch one
+// lean order with each row fetched by the bulk-copy engine (fp32 rows of 8192 only);
+// 20-24 the lean kernel, programmatic launch, with each LeanLoad (cached, streaming
+// read-only, evict-first in L1 and L2, streaming, .cs). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
