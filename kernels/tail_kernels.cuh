@@ -388,7 +388,9 @@ __global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_
 #pragma unroll
     for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * blockDim.y) * bx + x] = leaf[j];
     __syncthreads();
-    if (yp != 0) return;
+    // One warp walks the lanes (a row of the block may span several warps: each lane
+    // must be folded exactly once, and __syncwarp orders only one warp's accesses).
+    if (yp != 0 || x >= kWarp) return;
     for (int lane = x; lane < bx; lane += kWarp) {
       for (int offset = by >> 1; offset > 0; offset >>= 1)
         for (int w = 0; w < offset; ++w) grid_smem[w * bx + lane] = grid_smem[w * bx + lane] + grid_smem[(w + offset) * bx + lane];
@@ -400,7 +402,6 @@ __global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_
         __syncwarp();
       }
     }
-    if (x >= kWarp) return;
     total = shuffle_tree(x < bx ? grid_smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
   }
   if (x != 0) return;
