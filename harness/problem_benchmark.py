@@ -64,16 +64,26 @@ def _check(out: Any, ref: torch.Tensor, tol: float) -> dict:
             "reason": None if cmp["allclose"] else f"{cmp['n_fail']} of {cmp['n_elements']} elements outside {tol:g}"}
 
 
+def _same_with_nans(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+
 def _row(name: str, fn, inputs: list, ref_out, backend: Backend, args, tol: float) -> dict:
     row: dict[str, Any] = {"name": name, "error": None, "check": None}
     # Each row gets its own copy: a candidate that writes into its inputs must not change
     # what the next row is given.
+    originals = inputs
     inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     try:
         with torch.no_grad():
             out = fn(*inputs)
             backend.sync()
             row["check"] = _check(out, ref_out, tol)
+            changed = [i for i, (x, x0) in enumerate(zip(inputs, originals))
+                       if isinstance(x, torch.Tensor) and not torch.equal(x, x0) and not _same_with_nans(x, x0)]
+            if changed and row["check"]["ok"]:
+                row["check"] = {**row["check"], "ok": False, "kind": "mutated_input",
+                                "reason": f"the call changed its input(s) {changed}: the reference's never change"}
             kb = kernelbench_time(fn, inputs, warmup=args.kb_warmup, trials=args.kb_trials, backend=backend)
             rb = robust_time(fn, inputs, warmup=1, min_calls=min(args.repeats, 50), max_calls=args.repeats,
                              budget_s=1.0, backend=backend)
