@@ -2,19 +2,18 @@
 
 `div_sum_scale(y, divisor, scale)` computes `torch.sum(y / divisor, 1, keepdim=True) * scale`
 in one pass over `y` and returns the reference's exact bits. Importing the package
-builds the kernels on first use (see `kernels.jit`) and registers `torch.ops.kb14`.
+defines `torch.ops.kb14` and compiles nothing: the first call of an op on a device
+builds that op's module for that device (see `kernels.jit`; `kernels.jit.build_all()`
+or `python -m kernels.build` builds every module ahead of time).
 
 `colsum(W)` and `colsum_matvec(x, c, scale)` compute the same model by its algebraic
 rewrite, `scale / divisor * (x @ W.sum(0))`, in fp64: not the reference's bits, but
 two orders of magnitude faster and closer to the exact answer (see kernels.colsum_ops).
 """
 
-from kernels.jit import load_library
-
-load_library()
-
-from kernels.colsum_ops import colsum, colsum_matvec, colsum_matvec_reference  # noqa: E402
-from kernels.ops import div_sum_scale, div_sum_scale_reference  # noqa: E402
+from kernels.colsum_ops import colsum, colsum_matvec, colsum_matvec_reference
+from kernels.jit import build_all
+from kernels.ops import div_sum_scale, div_sum_scale_reference
 
 __all__ = [
     "colsum",
@@ -22,5 +21,5 @@ __all__ = [
     "colsum_matvec_reference",
     "div_sum_scale",
     "div_sum_scale_reference",
-    "load_library",
+    "build_all",
 ]

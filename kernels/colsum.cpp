@@ -12,16 +12,16 @@
 // Both are deterministic: how the work is split depends on the shapes only, never on
 // the number of threads, and the partial sums are combined in a fixed order.
 //
-// The sources of this folder are compiled as one translation unit (kernels/jit.py):
-// everything here lives in kb14::colsum_impl so that no name clashes with another file.
+// This file is the column-sum path's CPU module (kernels/jit.py builds it on the first
+// call on a CPU tensor); it registers the CPU kernels and their C++ autograd.
 
-#include "div_sum_scale.h"
+#include "colsum.h"
+#include "colsum_autograd.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/ATen.h>
+#include <ATen/ops/empty.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
-#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -44,32 +44,6 @@ inline double widen(scalar_t v) {
 }
 
 }  // namespace colsum_impl
-
-// Shared by the CPU and CUDA entry points (colsum.cu declares them).
-void check_colsum_inputs(const at::Tensor& w) {
-  KB14_CHECK(w.layout() == at::kStrided, "colsum: weight must be a dense (strided) tensor, got layout ",
-             w.layout());
-  KB14_CHECK_VALUE(w.dim() == 2, "colsum: weight must be 2-D (hidden, input), got ", w.dim(), "-D with shape ",
-                   w.sizes());
-  KB14_CHECK_TYPE(is_float_dtype(w.scalar_type()),
-                  "colsum: weight must be float32, float64, float16 or bfloat16, got ", w.scalar_type());
-}
-
-void check_colsum_matvec_inputs(const at::Tensor& x, const at::Tensor& c) {
-  KB14_CHECK(x.layout() == at::kStrided && c.layout() == at::kStrided,
-              "colsum_matvec: x and colsum must be dense (strided) tensors");
-  KB14_CHECK_VALUE(x.dim() == 2, "colsum_matvec: x must be 2-D (batch, input), got ", x.dim(),
-                   "-D with shape ", x.sizes());
-  KB14_CHECK_VALUE(c.dim() == 1, "colsum_matvec: colsum must be 1-D (input,), got ", c.dim(), "-D with shape ",
-                   c.sizes());
-  KB14_CHECK_TYPE(is_float_dtype(x.scalar_type()),
-                  "colsum_matvec: x must be float32, float64, float16 or bfloat16, got ", x.scalar_type());
-  KB14_CHECK_TYPE(c.scalar_type() == at::kDouble,
-                  "colsum_matvec: colsum must be float64 (as kb14::colsum returns it), got ", c.scalar_type());
-  KB14_CHECK_VALUE(x.size(1) == c.size(0), "colsum_matvec: x has ", x.size(1), " columns but colsum has ",
-                   c.size(0), " elements");
-  KB14_CHECK(x.device() == c.device(), "colsum_matvec: x is on ", x.device(), " but colsum is on ", c.device());
-}
 
 namespace colsum_impl {
 
@@ -132,6 +106,8 @@ at::Tensor colsum_cpu(const at::Tensor& w_in) {
 
 // Columns of x per task when a row is split (few long rows); depends on the shape only.
 constexpr int64_t kMatvecChunk = 16384;
+// Work below which a parallel_for runs serially (at::internal::GRAIN_SIZE).
+constexpr int64_t kGrainSize = 32768;
 constexpr int kLanes = 8;  // independent fp64 accumulators: ILP, and two AVX2 vectors
 
 template <typename scalar_t>
@@ -160,7 +136,7 @@ void matvec_kernel(const at::Tensor& x, const double* c, double scale, at::Tenso
   const int64_t chunks = B >= 64 ? 1 : std::max<int64_t>(1, div_up(K, kMatvecChunk));
   const int64_t per = div_up(K, chunks);
   if (chunks == 1) {
-    const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(K, 1));
+    const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(K, 1));
     at::parallel_for(0, B, grain, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         result[r] = static_cast<scalar_t>(scale * dot_chunk(base + r * rs, c, K));
@@ -197,86 +173,16 @@ at::Tensor colsum_matvec_cpu(const at::Tensor& x_in, const at::Tensor& c_in, dou
   return out;
 }
 
-// Autograd in C++, so that a call pays no Python on its way to the kernel. The
-// kernels for the inputs' device, below the autograd key:
-at::Tensor colsum_below_autograd(const at::Tensor& w) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("kb14::colsum", "")
-                             .typed<at::Tensor(const at::Tensor&)>();
-  const at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(w);
-}
-
-at::Tensor colsum_matvec_below_autograd(const at::Tensor& x, const at::Tensor& c, double scale) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("kb14::colsum_matvec", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, double)>();
-  const at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(x, c, scale);
-}
-
-// d colsum[k] / d W[j, k] = 1: every row of W receives the same gradient.
-class ColsumFunction : public torch::autograd::Function<ColsumFunction> {
- public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& w) {
-    ctx->saved_data["sizes"] = w.sym_sizes();
-    ctx->saved_data["dtype"] = w.scalar_type();
-    return colsum_below_autograd(w);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto sizes = ctx->saved_data["sizes"].toSymIntVector();
-    return {grads[0].to(ctx->saved_data["dtype"].toScalarType()).unsqueeze(0).expand_symint(sizes)};
-  }
-};
-
-// out = scale * (x @ c): d/dx = scale * grad * c (rounded to x's dtype), d/dc = x^T (scale * grad) in fp64.
-class ColsumMatvecFunction : public torch::autograd::Function<ColsumMatvecFunction> {
- public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& c,
-                            double scale) {
-    ctx->saved_data["scale"] = scale;
-    ctx->saved_data["x_dtype"] = x.scalar_type();
-    // Keep only what a gradient will read: c for x's, x for c's.
-    ctx->save_for_backward({c.requires_grad() ? x : at::Tensor(), x.requires_grad() ? c : at::Tensor()});
-    return colsum_matvec_below_autograd(x, c, scale);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor g = at::mul(grads[0].to(at::kDouble), ctx->saved_data["scale"].toDouble());  // (batch, 1)
-    at::Tensor grad_x, grad_c;
-    if (ctx->needs_input_grad(0)) grad_x = at::mul(g, saved[1].unsqueeze(0)).to(ctx->saved_data["x_dtype"].toScalarType());
-    if (ctx->needs_input_grad(1)) grad_c = at::matmul(saved[0].to(at::kDouble).t(), g.squeeze(1));
-    return {grad_x, grad_c, at::Tensor()};
-  }
-};
-
-// Without a graph to record, straight to the kernel, without an autograd node.
-at::Tensor colsum_autograd(const at::Tensor& w) {
-  if (!(at::GradMode::is_enabled() && w.requires_grad())) return colsum_below_autograd(w);
-  return ColsumFunction::apply(w);
-}
-at::Tensor colsum_matvec_autograd(const at::Tensor& x, const at::Tensor& c, double scale) {
-  if (!(at::GradMode::is_enabled() && (x.requires_grad() || c.requires_grad())))
-    return colsum_matvec_below_autograd(x, c, scale);
-  return ColsumMatvecFunction::apply(x, c, scale);
-}
-
 }  // namespace colsum_impl
 }  // namespace kb14
 
-TORCH_LIBRARY_FRAGMENT(kb14, m) {
-  m.def("colsum(Tensor weight) -> Tensor");
-  m.def("colsum_matvec(Tensor x, Tensor colsum, float scale) -> Tensor");
-}
-
+// The schemas are defined from Python (kernels/schema.py) before this library is loaded.
 TORCH_LIBRARY_IMPL(kb14, CPU, m) {
   m.impl("colsum", &kb14::colsum_impl::colsum_cpu);
   m.impl("colsum_matvec", &kb14::colsum_impl::colsum_matvec_cpu);
 }
 
-TORCH_LIBRARY_IMPL(kb14, Autograd, m) {
-  m.impl("colsum", &kb14::colsum_impl::colsum_autograd);
-  m.impl("colsum_matvec", &kb14::colsum_impl::colsum_matvec_autograd);
+TORCH_LIBRARY_IMPL(kb14, AutogradCPU, m) {
+  m.impl("colsum", &kb14::colsum_autograd::colsum_autograd);
+  m.impl("colsum_matvec", &kb14::colsum_autograd::colsum_matvec_autograd);
 }

@@ -10,25 +10,21 @@
 // results are deterministic. They launch on the current stream under a device guard
 // and never synchronise with the host.
 //
-// Compiled in one translation unit with the other .cu sources of this folder: all
-// names live in kb14::colsum_cuda.
+// The column-sum path's CUDA module: this file and colsum_cuda.cpp, which registers
+// these two functions and their C++ autograd (no dispatcher or autograd headers here).
 
+#include "colsum.h"
 #include "cuda_common.cuh"
-#include "div_sum_scale.h"
 
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 
 namespace kb14 {
-
-// Defined in colsum.cpp (the host library this file is linked with).
-void check_colsum_inputs(const at::Tensor& w);
-void check_colsum_matvec_inputs(const at::Tensor& x, const at::Tensor& c);
 
 namespace colsum_cuda {
 
@@ -411,8 +407,3 @@ at::Tensor colsum_matvec_cuda(const at::Tensor& x, const at::Tensor& c_in, doubl
 
 }  // namespace colsum_cuda
 }  // namespace kb14
-
-TORCH_LIBRARY_IMPL(kb14, CUDA, m) {
-  m.impl("colsum", &kb14::colsum_cuda::colsum_cuda);
-  m.impl("colsum_matvec", &kb14::colsum_cuda::colsum_matvec_cuda);
-}

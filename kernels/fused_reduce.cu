@@ -1,20 +1,17 @@
-// CUDA implementation of kb14::div_sum_scale: `torch.sum(y / d, 1, keepdim=True) * s`
+// The launcher of kb14::div_sum_scale on CUDA: `torch.sum(y / d, 1, keepdim=True) * s`
 // in one pass over y, with the reference's bits. The kernels and their launch plans
-// are in tail_kernels.cuh (no torch headers); this file is the op around them:
-// checks, the output, the device guard and the current stream.
+// are in tail_kernels.cuh; this file picks the plan for a call and launches it. No
+// torch headers: the op around it (checks, output, device guard, stream, autograd)
+// is fused_reduce_cuda.cpp, compiled by the host compiler alongside.
 
-#include "cuda_common.cuh"
-#include "div_sum_scale.h"
 #include "tail_kernels.cuh"
+#include "tail_launch.h"
 
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
-
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
+#include <mutex>
 
 namespace kb14 {
 namespace {
@@ -45,76 +42,80 @@ const TailSwitches& tail_switches() {
   return switches;
 }
 
-template <typename scalar_t>
-void div_sum_scale_typed(const at::Tensor& y, double divisor, double scale, at::Tensor& out) {
-  using cuda_t = typename CudaType<scalar_t>::type;
+// The device properties the launch plans read, queried once per device (after that,
+// one atomic load per call).
+cudaError_t query_device_shape(int device, DeviceShape* shape) {
+  constexpr int kMaxDevices = 64;
+  static DeviceShape cache[kMaxDevices];
+  static std::atomic<bool> known[kMaxDevices];
+  static std::mutex mutex;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  if (!known[device].load(std::memory_order_acquire)) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!known[device].load(std::memory_order_relaxed)) {
+      DeviceShape d{};
+      cudaError_t err = cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device);
+      if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor,
+                                     device);
+      if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&d.compute_major, cudaDevAttrComputeCapabilityMajor, device);
+      if (err != cudaSuccess) return err;
+      cache[device] = d;
+      known[device].store(true, std::memory_order_release);
+    }
+  }
+  *shape = cache[device];
+  return cudaSuccess;
+}
+
+template <typename cuda_t>
+cudaError_t launch_typed(const TailCall& c, TailScratch scratch, void* context, cudaStream_t stream) {
   using op_t = typename Arith<cuda_t>::op_t;
   using acc_t = typename Arith<cuda_t>::acc_t;
-  const DeviceShape prop = device_shape(y.get_device());
+  DeviceShape prop;
+  if (const cudaError_t err = query_device_shape(c.device, &prop); err != cudaSuccess) return err;
   constexpr int V = kInputVec<cuda_t>;
-  const Plan p = tail::plan_reference_sum(y.size(0), y.size(1), V, prop);
+  const Plan p = tail::plan_reference_sum(c.rows, c.cols, V, prop);
 
   Args<cuda_t> a;
-  a.y = reinterpret_cast<const cuda_t*>(y.const_data_ptr<scalar_t>());
-  a.row_stride = y.stride(0);
-  a.col_stride = y.size(1) == 1 ? 1 : y.stride(1);
-  a.out = reinterpret_cast<cuda_t*>(out.mutable_data_ptr<scalar_t>());
-  a.out_stride = out.stride(0);
+  a.y = static_cast<const cuda_t*>(c.y);
+  a.row_stride = c.row_stride;
+  a.col_stride = c.cols == 1 ? 1 : c.col_stride;
+  a.out = static_cast<cuda_t*>(c.out);
+  a.out_stride = c.out_stride;
   a.rows = p.rows;
   a.cols = p.cols;
   a.step = p.step;
   a.ctas = p.ctas;
   a.by_logical = p.split_y ? p.by : 1;
   // The reference computes 1 / divisor on the host in the op math type.
-  a.inv = op_t(1) / static_cast<op_t>(divisor);
-  a.scale = static_cast<op_t>(scale);
-  at::Tensor partials;
+  a.inv = op_t(1) / static_cast<op_t>(c.divisor);
+  a.scale = static_cast<op_t>(c.scale);
+  a.partials = nullptr;
   if (p.ctas > 1) {
-    partials = at::empty({p.rows * p.ctas}, y.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    a.partials = partials.mutable_data_ptr<acc_t>();
-  } else {
-    a.partials = nullptr;
+    a.partials = static_cast<acc_t*>(scratch(context, p.rows * p.ctas, static_cast<int>(sizeof(acc_t))));
+    if (a.partials == nullptr) return cudaErrorMemoryAllocation;
   }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const TailSwitches& switches = tail_switches();
   if constexpr (sizeof(cuda_t) < 8) {  // the lean path is for float, half and bfloat16
     if (!switches.general_only && tail::lean_path_applies<cuda_t, V>(p, a)) {
-      const cudaError_t err = tail::launch_lean<cuda_t, V>(p, a, prop, tail::LeanOptions{}, stream);
-      C10_CUDA_CHECK(err);
-      return;
+      return tail::launch_lean<cuda_t, V>(p, a, prop, tail::LeanOptions{}, stream);
     }
   }
-  const cudaError_t err = tail::launch_general<cuda_t, V>(p, a, switches.logical_per_thread, stream);
-  C10_CUDA_CHECK(err);
-}
-
-// Shapes whose reduction torch splits into several 32-bit-indexed launches
-// (TensorIterator::can_use_32bit_indexing fails on the quotient), single columns
-// (no reduction runs: the sum is 0 + y) and column-major layouts go to the
-// composite, which is the reference itself.
-bool fused_path_applies(const at::Tensor& y) {
-  const int64_t int32_max = std::numeric_limits<int32_t>::max();
-  const int64_t elem = y.element_size();
-  const int64_t max_offset = y.numel() * elem - elem + 1;
-  return y.numel() <= int32_max && max_offset <= int32_max && y.size(1) > 1 && intermediate_is_row_major(y);
-}
-
-at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale) {
-  check_div_sum_scale_inputs(y);
-  const c10::cuda::CUDAGuard guard(y.device());
-  if (y.size(0) == 0 || !fused_path_applies(y)) {
-    return div_sum_scale_composite(y, divisor, scale);
-  }
-  auto out = at::empty({y.size(0), 1}, y.options());
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, y.scalar_type(), "div_sum_scale_cuda", [&] {
-    div_sum_scale_typed<scalar_t>(y, divisor, scale, out);
-  });
-  return out;
+  return tail::launch_general<cuda_t, V>(p, a, switches.logical_per_thread, stream);
 }
 
 }  // namespace
-}  // namespace kb14
 
-TORCH_LIBRARY_IMPL(kb14, CUDA, m) {
-  m.impl("div_sum_scale", &kb14::div_sum_scale_cuda);
+cudaError_t launch_div_sum_scale(const TailCall& call, TailScratch scratch, void* context, cudaStream_t stream) {
+  switch (call.dtype) {
+    case TailDtype::kFloat: return launch_typed<float>(call, scratch, context, stream);
+    case TailDtype::kDouble: return launch_typed<double>(call, scratch, context, stream);
+    case TailDtype::kHalf: return launch_typed<__half>(call, scratch, context, stream);
+    case TailDtype::kBFloat16: return launch_typed<__nv_bfloat16>(call, scratch, context, stream);
+  }
+  return cudaErrorInvalidValue;
 }
+
+}  // namespace kb14

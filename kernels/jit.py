@@ -1,20 +1,35 @@
-"""Just-in-time build of the kernel sources, cached across processes.
+"""Just-in-time builds of the kernel modules, one per op group and device, cached across processes.
 
-The sources under kernels/ are compiled with `torch.utils.cpp_extension.load_inline`
-the first time the package is imported, then reused:
+Nothing is compiled at import. The first call of an op on a device builds (or loads
+from the cache) the module that holds that op's kernels for that device:
 
-* the build is keyed on everything that changes the binary: the sources, the
-  compiler flags, the torch / CUDA / Python versions, the GPU architecture and the
-  CPU the host code is tuned for; a changed key builds into a new folder;
+    tail_cpu      div_sum_scale on CPU tensors: tail_cpu.cpp, no torch headers
+                  (loaded with ctypes; the op's glue is Python, kernels/tail_cpu.py)
+    tail_cuda     div_sum_scale on CUDA tensors: fused_reduce.cu (the launcher, no
+                  torch headers) and fused_reduce_cuda.cpp (the op, its C++ autograd)
+    colsum_cpu    colsum and colsum_matvec on CPU tensors: colsum.cpp
+    colsum_cuda   the same on CUDA tensors: colsum.cu and colsum_cuda.cpp
+
+Each module is compiled with `torch.utils.cpp_extension.load_inline` (one host
+translation unit and, for CUDA, one nvcc unit, which ninja compiles in parallel):
+
+* a build is keyed on everything that changes the binary: the module's sources and
+  the headers they include, the compiler flags, the torch / CUDA / Python versions,
+  the GPU architecture (CUDA modules; with the torch release's reduction order,
+  KB14_TORCH_VERSION) and the CPU the host code is tuned for; a changed key builds
+  into a new folder;
 * the cache lives in ``$KB14_CACHE_DIR`` (default ``~/.cache/kb14``);
 * ``KB14_VERBOSE=1`` shows the compiler's commands, adds ``-lineinfo`` and
   prints ptxas's register / spill report;
-* concurrent first imports build once: the builder holds an ``flock`` on a lock
-  file, which the operating system releases if the builder dies, so a build
-  killed half-way never blocks the next import; the next one cleans up and
-  rebuilds;
+* concurrent first uses build once: the builder holds an ``flock`` on a lock file,
+  which the operating system releases if the builder dies, so a build killed
+  half-way never blocks the next one; the next one cleans up and rebuilds;
 * a finished build is marked by a ``.done`` file written last: a folder without
-  it is never loaded.
+  it is never loaded;
+* a build prints one line to stderr (what, where, roughly how long), then its time.
+
+`build_all()` (or ``python -m kernels.build``) builds every module this machine can
+run, in parallel, ahead of time.
 """
 
 from __future__ import annotations
@@ -24,21 +39,48 @@ import fcntl
 import hashlib
 import importlib.metadata
 import inspect
+import json
 import os
 import platform
 import shutil
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.utils import cpp_extension
 
 SOURCE_DIR = Path(__file__).resolve().parent
-CPU_SOURCES = ("error_message.h", "div_sum_scale.h", "fused_reduce_cpu.cpp", "colsum.cpp")
-CUDA_SOURCES = ("device_math.cuh", "tail_kernels.cuh", "cuda_common.cuh", "fused_reduce.cu", "colsum.cu")
 LIBRARY = "kb14"
+
+
+@dataclass(frozen=True)
+class Module:
+    """What one module is made of (the machine-specific flags are added by `JitSpec`)."""
+
+    device: str  # "cpu" or "cuda"
+    what: str  # for the progress line
+    cpp: tuple[str, ...]  # host-compiler sources (one translation unit)
+    cuda: tuple[str, ...]  # nvcc sources (one translation unit)
+    headers: tuple[str, ...]  # what they include from this folder: they key the build
+    torch_free: bool  # compiled without torch headers in its host unit (fast)
+    default_seconds: float  # rough build time on the 2-core development machine
+
+
+MODULES = {
+    "tail_cpu": Module("cpu", "div_sum_scale's CPU kernel", ("tail_cpu.cpp",), (), (), True, 5),
+    "tail_cuda": Module("cuda", "div_sum_scale's CUDA kernels and op", ("fused_reduce_cuda.cpp",),
+                        ("fused_reduce.cu",),
+                        ("error_message.h", "div_sum_scale.h", "tail_launch.h", "device_math.cuh",
+                         "tail_kernels.cuh"), False, 16),
+    "colsum_cpu": Module("cpu", "the column-sum CPU kernels and op", ("colsum.cpp",), (),
+                         ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h"), False, 18),
+    "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
+                          ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_math.cuh",
+                           "cuda_common.cuh"), False, 25),
+}
 
 
 def cache_root() -> Path:
@@ -50,19 +92,19 @@ def verbose() -> bool:
 
 
 def cuda_build_wanted() -> bool:
-    """Build the CUDA sources only where they can run: a CUDA torch that sees a GPU."""
+    """CUDA modules are built only where they can run: a CUDA torch that sees a GPU."""
     return torch.version.cuda is not None and torch.cuda.is_available()
 
 
 def _cuda_arch() -> str:
     major, minor = torch.cuda.get_device_capability()
-    return f"{major}.{minor}"
+    return f"{major}{minor}"
 
 
 def process_libstdcxx() -> str | None:
     """The libstdc++ shared object this process has loaded (torch's), or None.
 
-    The extension is linked against exactly this file. A compiler whose own
+    The extensions are linked against exactly this file. A compiler whose own
     libstdc++ is static-only (the H200 machine's /opt/gcc g++) otherwise copies
     libstdc++ into the extension, and that copy's number formatting reads locale
     facet ids owned by the process's libstdc++: any message that streams a number
@@ -75,10 +117,16 @@ def process_libstdcxx() -> str | None:
     return None
 
 
+_link_flags: list[str] | None = None
+
+
 def link_flags() -> list[str]:
-    """Linker flags of every extension this package builds."""
-    libstdcxx = process_libstdcxx()
-    return ["-fopenmp"] + ([libstdcxx] if libstdcxx else [])
+    """Linker flags of every extension this package builds (read once per process)."""
+    global _link_flags
+    if _link_flags is None:
+        libstdcxx = process_libstdcxx()
+        _link_flags = ["-fopenmp"] + ([libstdcxx] if libstdcxx else [])
+    return list(_link_flags)
 
 
 def _cpu_signature() -> str:
@@ -93,53 +141,6 @@ def _cpu_signature() -> str:
     return f"{platform.machine()}|{model}|{flags}"
 
 
-@dataclass(frozen=True)
-class BuildSpec:
-    with_cuda: bool
-    cflags: tuple[str, ...]
-    cuda_cflags: tuple[str, ...]
-    arch: str
-    ldflags: tuple[str, ...]
-
-    @classmethod
-    def for_this_machine(cls) -> "BuildSpec":
-        with_cuda = cuda_build_wanted()
-        # fp-contract off: a fused multiply-add would round differently from the reference.
-        # -fopenmp: at::parallel_for is inline; without it the CPU kernel would run on
-        # one thread (and the two-pass split of a single row would not match torch's).
-        cflags = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fopenmp"]
-        # The reduction order to reproduce depends on the torch release (fused_reduce.cu).
-        major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-        # (The C++ standard is left to torch: 2.14's headers need C++20, older ones C++17.)
-        cuda_cflags = ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={major * 100 + minor}"]
-        if verbose():
-            cuda_cflags += ["-lineinfo", "-Xptxas=-v"]
-        return cls(with_cuda, tuple(cflags), tuple(cuda_cflags), _cuda_arch() if with_cuda else "",
-                   tuple(link_flags()))
-
-    def sources(self) -> tuple[str, ...]:
-        return CPU_SOURCES + (CUDA_SOURCES if self.with_cuda else ())
-
-    def key(self) -> str:
-        h = hashlib.sha256()
-        for name in self.sources():
-            h.update(name.encode())
-            h.update((SOURCE_DIR / name).read_bytes())
-        parts = [
-            repr(self),
-            torch.__version__,
-            str(torch.version.cuda),
-            sys.version,
-            _cpu_signature(),
-            _ninja_version(),
-        ]
-        h.update("\n".join(parts).encode())
-        return h.hexdigest()[:16]
-
-    def name(self) -> str:
-        return f"{LIBRARY}_{'cuda' if self.with_cuda else 'cpu'}_{self.key()}"
-
-
 def _ninja_version() -> str:
     try:
         return importlib.metadata.version("ninja")
@@ -147,8 +148,64 @@ def _ninja_version() -> str:
         return "system"
 
 
+def torch_order() -> int:
+    """The torch release as major * 100 + minor: the CUDA reduction order to reproduce."""
+    major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+    return major * 100 + minor
+
+
+@dataclass(frozen=True)
+class JitSpec:
+    """One module, as built on this machine."""
+
+    name: str
+    module: Module
+    cflags: tuple[str, ...]
+    cuda_cflags: tuple[str, ...]
+    ldflags: tuple[str, ...]
+
+    @classmethod
+    def for_this_machine(cls, name: str) -> "JitSpec":
+        module = MODULES[name]
+        # fp-contract off: a fused multiply-add would round differently from the reference.
+        # -fopenmp: the CPU kernels split rows across OpenMP threads as torch does.
+        cflags = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fopenmp"]
+        cuda_cflags: list[str] = []
+        if module.cuda:
+            # The reduction order to reproduce depends on the torch release (tail_kernels.cuh);
+            # the architecture is this GPU's (an -gencode flag: torch then adds none of its own).
+            arch = _cuda_arch()
+            cuda_cflags = ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={torch_order()}",
+                           f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+            if verbose():
+                cuda_cflags += ["-lineinfo", "-Xptxas=-v"]
+        # (The C++ standard is left to torch: 2.14's headers need C++20, older ones C++17.)
+        return cls(name, module, tuple(cflags), tuple(cuda_cflags), tuple(link_flags()))
+
+    def files(self) -> tuple[str, ...]:
+        return self.module.cpp + self.module.cuda + self.module.headers
+
+    def key(self) -> str:
+        h = hashlib.sha256()
+        for name in self.files():
+            h.update(name.encode())
+            h.update((SOURCE_DIR / name).read_bytes())
+        parts = [repr(self), torch.__version__, str(torch.version.cuda), sys.version, _cpu_signature(),
+                 _ninja_version()]
+        h.update("\n".join(parts).encode())
+        return h.hexdigest()[:16]
+
+    def build_name(self) -> str:
+        return f"{LIBRARY}_{self.name}_{self.key()}"
+
+
+_say_lock = threading.Lock()
+
+
 def _say(message: str) -> None:
-    print(f"[kb14] {message}", file=sys.stderr, flush=True)
+    with _say_lock:  # one whole line at a time, from parallel builds too
+        sys.stderr.write(f"[kb14] {message}\n")
+        sys.stderr.flush()
 
 
 @contextlib.contextmanager
@@ -166,67 +223,122 @@ def _exclusive(lock_path: Path, what: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _compile(spec: BuildSpec, name: str, build_dir: Path) -> Path:
+def _timings_path() -> Path:
+    return cache_root() / "build_seconds.json"
+
+
+def _estimate(spec: JitSpec) -> str:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        seconds = float(json.loads(_timings_path().read_text())[spec.name])
+        return f"about {seconds:.0f} s (its last build here)"
+    return f"about {spec.module.default_seconds:.0f} s on 2 cores, less on more"
+
+
+def _record(spec: JitSpec, seconds: float) -> None:
+    path = _timings_path()
+    with contextlib.suppress(OSError, ValueError), _exclusive(cache_root() / "build_seconds.lock", "timings"):
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data[spec.name] = round(seconds, 1)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+
+
+def _compile(spec: JitSpec, name: str, build_dir: Path) -> Path:
     if build_dir.exists():
         # Left by a build that died: nobody else can be using it while we hold the lock.
         shutil.rmtree(build_dir)
     build_dir.mkdir(parents=True)
+    from torch.utils import cpp_extension  # not at import: it costs 0.1-0.2 s
+
     # load_inline joins the sources of each kind into one translation unit; the headers
-    # are listed only so that they key the build (the sources include them).
-    cpp = [(SOURCE_DIR / n).read_text() for n in CPU_SOURCES if n.endswith(".cpp")]
-    cuda = [(SOURCE_DIR / n).read_text() for n in CUDA_SOURCES if n.endswith(".cu")] if spec.with_cuda else None
+    # are listed in the module only so that they key the build (the sources include them).
+    module = spec.module
+    cpp = [(SOURCE_DIR / n).read_text() for n in module.cpp]
+    cuda = [(SOURCE_DIR / n).read_text() for n in module.cuda] or None
     options = {}
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
         options["no_implicit_headers"] = True  # skip <torch/extension.h>: pybind11 is not used
-    arch_env = os.environ.get("TORCH_CUDA_ARCH_LIST")
-    if spec.with_cuda:
-        os.environ["TORCH_CUDA_ARCH_LIST"] = spec.arch
+    where = f"for sm_{_cuda_arch()} " if module.cuda else ""
+    _say(f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) {where}into {build_dir}: "
+         f"first use only, {_estimate(spec)} ...")
     start = time.perf_counter()
-    _say(f"compiling {'CPU + CUDA' if spec.with_cuda else 'CPU'} kernels into {build_dir} (first use only) ...")
-    try:
-        cpp_extension.load_inline(
-            name=name,
-            cpp_sources=cpp,
-            cuda_sources=cuda,
-            extra_cflags=list(spec.cflags),
-            extra_cuda_cflags=list(spec.cuda_cflags),
-            extra_ldflags=list(spec.ldflags),
-            extra_include_paths=[str(SOURCE_DIR)],
-            build_directory=str(build_dir),
-            verbose=verbose(),
-            is_python_module=False,
-            **options,
-        )
-    finally:
-        if spec.with_cuda:
-            if arch_env is None:
-                os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
-            else:
-                os.environ["TORCH_CUDA_ARCH_LIST"] = arch_env
-    _say(f"built in {time.perf_counter() - start:.1f} s")
+    cpp_extension.load_inline(
+        name=name,
+        cpp_sources=cpp,
+        cuda_sources=cuda,
+        extra_cflags=list(spec.cflags),
+        extra_cuda_cflags=list(spec.cuda_cflags),
+        extra_ldflags=list(spec.ldflags),
+        extra_include_paths=[str(SOURCE_DIR)],
+        build_directory=str(build_dir),
+        verbose=verbose(),
+        is_python_module=False,
+        **options,
+    )
+    seconds = time.perf_counter() - start
+    _say(f"built {spec.name} in {seconds:.1f} s")
+    _record(spec, seconds)
     return build_dir / f"{name}.so"
 
 
-_loaded: Path | None = None
+_specs: dict[str, JitSpec] = {}
+_loaded: dict[str, Path] = {}
+_locks = {name: threading.Lock() for name in MODULES}
 
 
-def load_library() -> Path:
-    """Build (once per key) and load the kernels; return the shared library's path."""
-    global _loaded
-    if _loaded is not None:
-        return _loaded
-    spec = BuildSpec.for_this_machine()
-    name = spec.name()  # hashes every source: once per process
+def spec(name: str) -> JitSpec:
+    """The module's spec on this machine (its sources are hashed once per process)."""
+    if name not in _specs:
+        _specs[name] = JitSpec.for_this_machine(name)
+    return _specs[name]
+
+
+def build(name: str) -> Path:
+    """Build the module if its cache entry is missing (once per key, across processes);
+    return its shared library's path. Does not load it."""
+    s = spec(name)
+    build_name = s.build_name()
     root = cache_root()
-    build_dir = root / name
-    library = build_dir / f"{name}.so"
+    build_dir = root / build_name
+    library = build_dir / f"{build_name}.so"
     done = build_dir / ".done"
     if not done.exists():
-        with _exclusive(root / f"{name}.lock", name):
+        with _exclusive(root / f"{build_name}.lock", build_name):
             if not done.exists():
-                library = _compile(spec, name, build_dir)
-                done.write_text(name)
-    if not any(p.endswith(library.name) for p in torch.ops.loaded_libraries):
-        torch.ops.load_library(str(library))
-    _loaded = library
+                library = _compile(s, build_name, build_dir)
+                done.write_text(build_name)
     return library
+
+
+def load(name: str) -> Path:
+    """Build (once per key) and load the module; return its shared library's path.
+    Loading registers its kernels with torch (the torch_free module registers nothing)."""
+    library = _loaded.get(name)
+    if library is not None:
+        return library
+    with _locks[name]:
+        if name not in _loaded:
+            library = build(name)
+            if not any(p.endswith(library.name) for p in torch.ops.loaded_libraries):
+                torch.ops.load_library(str(library))
+            _loaded[name] = library
+    return _loaded[name]
+
+
+def modules_for(device_type: str) -> list[str]:
+    return [name for name, m in MODULES.items() if m.device == device_type]
+
+
+def build_all(devices: tuple[str, ...] | None = None, parallel: bool = True) -> dict[str, Path]:
+    """Build every module this machine can run (CPU, and CUDA where a GPU is visible), the
+    independent modules in parallel; return {module: library}. Nothing is loaded."""
+    if devices is None:
+        devices = ("cpu", "cuda") if cuda_build_wanted() else ("cpu",)
+    names = [name for d in devices for name in modules_for(d)]
+    for name in names:
+        spec(name)  # hash in this thread: the specs are cached
+    if not parallel or len(names) == 1:
+        return {name: build(name) for name in names}
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        return dict(zip(names, pool.map(build, names)))

@@ -1,8 +1,9 @@
-"""The torch op `kb14::div_sum_scale`: its Python entry point and fake kernel.
+"""The torch op `kb14::div_sum_scale`: its Python entry point, fake kernel, CPU kernel, autograd.
 
-The kernels themselves (CPU and CUDA) and the op's autograd are registered from C++
-by the sources in this folder; this module adds the fake kernel `torch.compile`
-needs, and the plain reference the kernels must match bit for bit.
+The schema is defined in kernels/schema.py. CUDA tensors: the kernel and the op's
+C++ autograd come from the `tail_cuda` module, built on the first CUDA call. CPU
+tensors: the kernel of kernels/tail_cpu.py and the autograd formula below. This
+module also holds the plain reference the kernels must match bit for bit.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import numbers
 
 import torch
 
+from kernels import schema, tail_cpu
+
 OP = torch.ops.kb14.div_sum_scale.default
 OP_NAME = "kb14::div_sum_scale"
-FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+FLOAT_DTYPES = tail_cpu.FLOAT_DTYPES
 
 
 def div_sum_scale_reference(y: torch.Tensor, divisor: float, scale: float) -> torch.Tensor:
@@ -57,5 +60,26 @@ def _fake(y, divisor, scale):
     return y.new_empty((y.shape[0], 1))
 
 
-# The autograd formula is registered from C++ (fused_reduce_cpu.cpp): a Python autograd
-# kernel would cost every call a few microseconds of Python.
+schema.IMPL.impl("div_sum_scale", tail_cpu.div_sum_scale_cpu, "CPU")
+schema._first_use_kernel("div_sum_scale", tail_cpu.check_inputs)
+
+
+# ---- autograd ------------------------------------------------------------------------
+# The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
+# DivBackward), so the gradient has the reference's bits. Registered at the Autograd
+# key: it serves CPU tensors, and a CUDA call made before the CUDA module is loaded.
+# The CUDA module then registers the same formula in C++ at AutogradCUDA, which takes
+# precedence, so that a CUDA call goes from the Python entry point to the kernel
+# without any further Python (as before this split: the same C++ path).
+
+
+def _setup_context(ctx, inputs, output):
+    y, divisor, scale = inputs
+    ctx.sizes, ctx.divisor, ctx.scale = y.shape, divisor, scale
+
+
+def _backward(ctx, grad):
+    return torch.div(torch.mul(grad, ctx.scale).expand(ctx.sizes), ctx.divisor), None, None
+
+
+torch.library.register_autograd(OP_NAME, _backward, setup_context=_setup_context, lib=schema.IMPL)

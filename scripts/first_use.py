@@ -3,9 +3,12 @@
 For each of `--runs` repetitions, in a new process each time:
 
 * `import torch` alone (the baseline);
-* `import torch, kernels` with an empty cache (builds) and again with the warm cache;
+* `import torch, kernels` with an empty cache and again with the warm cache (neither
+  compiles anything: the modules are built on an op's first call on a device);
 * first ModelNew output at the KernelBench sizes on the device, from process start,
-  empty cache and warm cache.
+  empty cache (which builds the tail's module for that device) and warm cache;
+* `python -m kernels.build` with an empty cache: every module of this machine, ahead
+  of time, in parallel.
 
     python scripts/first_use.py --device cpu --out results/first_use_cpu.json
 """
@@ -45,6 +48,10 @@ print('SECONDS', time.perf_counter() - t0)
 """
 
 
+BUILD_ALL = ("import time; t0 = time.perf_counter(); import torch; from kernels import jit; jit.build_all(); "
+             "print('SECONDS', time.perf_counter() - t0)")
+
+
 def timed(code: str, cache: Path) -> float:
     # The process's own clock starts after the interpreter: add what `python -c pass` costs.
     env = dict(os.environ, PYTHONPATH=str(ROOT), KB14_CACHE_DIR=str(cache))
@@ -63,7 +70,8 @@ def main() -> int:
     args = parser.parse_args()
     rows: dict[str, list[float]] = {k: [] for k in ("import torch", "import kernels, empty cache",
                                                     "import kernels, warm cache", "first ModelNew output, empty cache",
-                                                    "first ModelNew output, warm cache")}
+                                                    "first ModelNew output, warm cache",
+                                                    "build_all (every module), empty cache")}
     first = FIRST_OUTPUT.format(device=args.device)
     for _ in range(args.runs):
         cache = Path(tempfile.mkdtemp(prefix="kb14_first_use_"))
@@ -75,6 +83,9 @@ def main() -> int:
             cache.mkdir()
             rows["import kernels, empty cache"].append(timed(IMPORT_KERNELS, cache))
             rows["import kernels, warm cache"].append(timed(IMPORT_KERNELS, cache))
+            shutil.rmtree(cache)
+            cache.mkdir()
+            rows["build_all (every module), empty cache"].append(timed(BUILD_ALL, cache))
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     import torch

@@ -1,5 +1,7 @@
-"""The cached JIT build: keyed, shared across processes, safe under concurrency and crashes."""
+"""The cached JIT builds: nothing at import, one module per op group and device on first
+use, keyed, shared across processes, safe under concurrency and crashes."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,13 +14,14 @@ from kernels import jit
 
 ROOT = Path(__file__).resolve().parent.parent
 IMPORT = "import time; t = time.perf_counter(); import kernels; print(f'IMPORT_SECONDS {time.perf_counter() - t:.3f}')"
+FIRST_CALL = IMPORT + "; import torch; kernels.div_sum_scale(torch.ones(3, 300), 2, 1.5)"
 
 
-def _import_in_subprocess(cache_dir=None, **extra_env):
+def _import_in_subprocess(cache_dir=None, code=FIRST_CALL, **extra_env):
     env = dict(os.environ, PYTHONPATH=str(ROOT), **extra_env)
     if cache_dir is not None:
         env["KB14_CACHE_DIR"] = str(cache_dir)
-    return subprocess.Popen([sys.executable, "-c", IMPORT], env=env, cwd=ROOT, text=True,
+    return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -33,13 +36,19 @@ def fresh_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("kb14cache")
 
 
-def test_concurrent_first_imports_build_once(fresh_cache):
+def test_import_compiles_nothing(tmp_path):
+    out, err = _finish(_import_in_subprocess(tmp_path / "cache", code=IMPORT))
+    assert "compiling" not in err and not (tmp_path / "cache").exists(), err
+
+
+def test_concurrent_first_uses_build_once(fresh_cache):
     procs = [_import_in_subprocess(fresh_cache) for _ in range(2)]
     results = [_finish(p) for p in procs]
     stderr = "".join(err for _, err in results)
     assert stderr.count("compiling") == 1, stderr
     assert "waiting for another process" in stderr
-    assert len(list(fresh_cache.glob("kb14_*/.done"))) == 1
+    # The CPU call built the CPU tail's module and nothing else.
+    assert [p.parent.name.split("_")[1:3] for p in fresh_cache.glob("kb14_*/.done")] == [["tail", "cpu"]]
 
 
 def test_second_process_loads_from_the_cache_without_compiling(fresh_cache):
@@ -62,19 +71,35 @@ def test_a_build_killed_half_way_is_rebuilt(fresh_cache):
     assert (build_dir / ".done").exists()
 
 
-def test_key_follows_sources_flags_and_verbosity(tmp_path, monkeypatch):
-    spec = jit.BuildSpec.for_this_machine()
+@pytest.mark.parametrize("module,edited", [("tail_cpu", "tail_cpu.cpp"), ("tail_cuda", "tail_kernels.cuh"),
+                                           ("colsum_cpu", "colsum.h"), ("colsum_cuda", "colsum.cu")])
+def test_key_follows_sources_and_headers(tmp_path, monkeypatch, module, edited):
+    monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")  # CUDA modules' keys without a GPU
+    spec = jit.JitSpec.for_this_machine(module)
     key = spec.key()
-    assert key == jit.BuildSpec.for_this_machine().key()
+    assert key == jit.JitSpec.for_this_machine(module).key()
     copy = tmp_path / "kernels"
     shutil.copytree(jit.SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(jit, "SOURCE_DIR", copy)
     assert spec.key() == key
-    (copy / "fused_reduce_cpu.cpp").write_text((copy / "fused_reduce_cpu.cpp").read_text() + "\n// changed\n")
+    (copy / edited).write_text((copy / edited).read_text() + "\n// changed\n")
     assert spec.key() != key
-    monkeypatch.setattr(jit, "SOURCE_DIR", jit.SOURCE_DIR)
+
+
+def test_cuda_key_follows_arch_torch_order_and_verbosity(monkeypatch):
+    monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")
+    spec = jit.JitSpec.for_this_machine("tail_cuda")
+    assert "-DKB14_TORCH_VERSION=%d" % jit.torch_order() in spec.cuda_cflags
+    assert "-gencode=arch=compute_90,code=sm_90" in spec.cuda_cflags
+    monkeypatch.setattr(jit, "_cuda_arch", lambda: "100")
+    assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
+    monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")
+    monkeypatch.setattr(jit, "torch_order", lambda: 209)
+    assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
+    monkeypatch.undo()
+    monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")
     monkeypatch.setenv("KB14_VERBOSE", "1")
-    assert jit.BuildSpec.for_this_machine() != spec
+    assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
 
 
 def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
@@ -82,16 +107,37 @@ def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     assert jit.cache_root() == tmp_path / "elsewhere"
 
 
+@pytest.fixture(scope="module")
+def built_all(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("kb14all")
+    code = "from kernels import jit; import json; print('BUILT', json.dumps({k: str(v) for k, v in jit.build_all().items()}))"
+    out, err = _finish(_import_in_subprocess(cache, code=code), timeout=900)
+    return json.loads(out.split("BUILT", 1)[1]), err
+
+
+def test_build_all_builds_every_module_of_this_machine_in_parallel(built_all):
+    libraries, err = built_all
+    expected = {name for name, m in jit.MODULES.items() if m.device == "cpu" or jit.cuda_build_wanted()}
+    assert set(libraries) == expected
+    assert all(Path(p).exists() and (Path(p).parent / ".done").exists() for p in libraries.values())
+    # One progress line per module, naming what, where and how long, all started before any finished.
+    lines = [line for line in err.splitlines() if line.startswith("[kb14]")]
+    starts = [i for i, line in enumerate(lines) if "compiling" in line]
+    assert len(starts) == len(expected) and max(starts) < min(i for i, l in enumerate(lines) if " built " in l), err
+    assert all("first use only, about" in lines[i] and " into " in lines[i] for i in starts), err
+
+
 @pytest.mark.skipif(jit.process_libstdcxx() is None, reason="no shared libstdc++ in this process")
-def test_library_links_the_process_libstdcxx_and_carries_no_copy_of_it():
-    library = jit.load_library()
+def test_library_links_the_process_libstdcxx_and_carries_no_copy_of_it(built_all):
+    libraries, _ = built_all
     assert jit.process_libstdcxx() in jit.link_flags()
-    needed = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
-    assert "libstdc++.so" in needed, needed
-    exported = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                              check=True).stdout
-    # A private copy of libstdc++'s locale code is what crashed number formatting.
-    assert "_ZNSt6locale" not in exported
+    for library in libraries.values():
+        needed = subprocess.run(["readelf", "-d", library], capture_output=True, text=True, check=True).stdout
+        assert "libstdc++.so" in needed, needed
+        exported = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True, text=True,
+                                  check=True).stdout
+        # A private copy of libstdc++'s locale code is what crashed number formatting.
+        assert "_ZNSt6locale" not in exported
 
 
 def test_error_formatting_reproducer_raises_when_linked_like_the_library():

@@ -1,4 +1,6 @@
-// CPU implementation of kb14::div_sum_scale and the op's registration.
+// CPU kernel of kb14::div_sum_scale, with no torch headers (c10's Half and BFloat16
+// only, for their exact conversions): it compiles in seconds. Python registers the op
+// and calls this kernel through ctypes after the checks (kernels/tail_cpu.py).
 //
 // Bit-exactness comes from performing the same floating-point operations, on the
 // same operands, in the same order as the reference:
@@ -9,53 +11,59 @@
 //                    scalar tail, then the lanes in order; one row split across
 //                    threads in two passes when there is a single output
 //   * scale          ATen's CPU multiply: out * float(scale) in the tensor's type
-// The vector width the cascade uses follows the CPU capability torch dispatches
-// to, read at run time. The quotient is never stored: each element is divided as
-// it is loaded, so y is read once.
+// The quotient is never stored: each element is divided as it is loaded, so y is
+// read once.
 
-#include "div_sum_scale.h"
-
-#include <ATen/Parallel.h>
-#include <ATen/TensorIterator.h>
-#include <ATen/Version.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
-#include <torch/csrc/autograd/custom_function.h>
-#include <torch/library.h>
+#include <omp.h>
 
 #include <algorithm>
-#include <array>
+#include <cstdint>
 #include <cstring>
-#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kb14 {
 
-void check_div_sum_scale_inputs(const at::Tensor& y) {
-  KB14_CHECK_VALUE(y.dim() == 2, "div_sum_scale: y must be 2-D (rows, columns), got ", y.dim(),
-                   "-D with shape ", y.sizes());
-  const auto dt = y.scalar_type();
-  KB14_CHECK_TYPE(is_float_dtype(dt), "div_sum_scale: y must be float32, float64, float16 or bfloat16, got ", dt);
-  KB14_CHECK(y.layout() == at::kStrided, "div_sum_scale: y must be a dense (strided) tensor, got layout ",
-              y.layout());
-}
+// at::internal::GRAIN_SIZE: the work below which ATen's parallel_for runs serially.
+constexpr int64_t kGrainSize = 32768;
 
-bool intermediate_is_row_major(const at::Tensor& y) {
-  const int64_t rows = y.size(0), cols = y.size(1);
-  if (rows <= 1 || cols <= 1) return true;  // one dimension: every layout reads the same
-  if (y.stride(1) == 1 && y.stride(0) >= cols) return true;
-  // Ask TensorIterator itself, on the meta device: it lays out the quotient
-  // exactly as the reference's division would, without touching any data.
-  auto probe = at::empty_strided(y.sizes(), y.strides(), y.options().device(at::kMeta));
-  auto quotient = at::div(probe, 2.0);
-  return quotient.stride(1) == 1 && quotient.stride(0) == cols;
-}
+inline int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-at::Tensor div_sum_scale_composite(const at::Tensor& y, double divisor, double scale) {
-  return at::mul(at::sum(at::div(y, divisor), {1}, /*keepdim=*/true), scale);
+// at::parallel_for's split (ATen/ParallelOpenMP.h) over `threads` OpenMP threads:
+// serial below the grain, inside a parallel region or on one thread; else at most
+// ceil(n / grain) threads, thread t taking the t-th chunk of ceil(n / used) indices.
+// The results never depend on the split: each row is summed by one thread, and the
+// one-row path indexes its slots by chunk.
+template <typename F>
+void parallel_for(int64_t n, int64_t grain, int threads, const F& f) {
+  if (n <= 0) return;
+  if (n <= grain || n == 1 || threads <= 1 || omp_in_parallel()) {
+    f(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t used = omp_get_num_threads();
+    if (grain > 0) used = std::min(used, div_up(n, grain));
+    const int64_t tid = omp_get_thread_num();
+    const int64_t chunk = div_up(n, used);
+    const int64_t first = tid * chunk;
+    if (first < n) f(first, std::min(n, first + chunk));
+  }
 }
 
 namespace {
+
+// One call: y (rows x cols, element strides), out (rows x 1, element stride).
+struct Rows {
+  const void* y;
+  void* out;
+  int64_t rows, cols, row_stride, col_stride, out_stride;
+  double divisor, scale;
+  int threads;  // torch.get_num_threads(): the split of a single row depends on it
+};
 
 template <typename T> struct AccType { using type = T; };
 template <> struct AccType<c10::Half> { using type = float; };
@@ -203,13 +211,15 @@ inline scalar_t scaled(scalar_t sum, double scale) {
 }
 
 template <typename scalar_t, int W, int L, bool kContiguous>
-void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::Tensor& out) {
+void div_sum_scale_rows(const Rows& a) {
   using acc_t = typename AccType<scalar_t>::type;
-  const int64_t rows = y.size(0), cols = y.size(1);
-  const int64_t row_stride = y.stride(0), col_stride = y.stride(1);
-  const scalar_t* base = y.const_data_ptr<scalar_t>();
-  scalar_t* result = out.mutable_data_ptr<scalar_t>();
-  const int64_t out_stride = out.stride(0);
+  const int64_t rows = a.rows, cols = a.cols;
+  const int64_t row_stride = a.row_stride, col_stride = a.col_stride;
+  const scalar_t* base = static_cast<const scalar_t*>(a.y);
+  scalar_t* result = static_cast<scalar_t*>(a.out);
+  const int64_t out_stride = a.out_stride;
+  const double divisor = a.divisor, scale = a.scale;
+  const int threads = a.threads;
   const CpuQuotient<scalar_t> quotient(divisor);
 
   auto row_elem = [&](const scalar_t* row) {
@@ -219,19 +229,18 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
   };
 
   const int64_t numel = rows * cols;
-  const bool serial = numel < at::internal::GRAIN_SIZE || at::get_num_threads() == 1 ||
-                      at::in_parallel_region();
+  const bool serial = numel < kGrainSize || threads <= 1 || omp_in_parallel();
   if (rows == 1 && !serial) {
     // SumKernel's two-pass reduction for a single output: the row is cut into
-    // min(threads, ceil(cols / GRAIN_SIZE)) equal chunks (at::parallel_for's split),
+    // min(threads, ceil(cols / GRAIN_SIZE)) equal chunks (parallel_for's split),
     // chunk t is summed into slot t of a buffer of the output dtype, then the buffer
     // is summed. Slots are indexed by chunk, not by the thread that ran it, so the
     // result cannot depend on which OpenMP runtime schedules the work.
-    const int64_t max_threads = at::get_num_threads();
-    const int64_t used = std::min(max_threads, div_up(cols, at::internal::GRAIN_SIZE));
+    const int64_t max_threads = threads;
+    const int64_t used = std::min(max_threads, div_up(cols, kGrainSize));
     const int64_t chunk = div_up(cols, used);
     std::vector<scalar_t> buffer(max_threads, scalar_t(0));
-    at::parallel_for(0, used, 1, [&](int64_t begin, int64_t end) {
+    parallel_for(used, 1, threads, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t first = t * chunk, last = std::min(cols, first + chunk);
         if (first >= last) continue;
@@ -248,8 +257,8 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
     return;
   }
 
-  const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(cols, 1));
-  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1));
+  parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const acc_t total = cascade_sum<acc_t, W, L>(row_elem(base + r * row_stride), cols);
       result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);
@@ -257,94 +266,36 @@ void div_sum_scale_rows(const at::Tensor& y, double divisor, double scale, at::T
   });
 }
 
-// Bytes in one of the vectors SumKernel accumulates in; 0 where the order has not
-// been verified (then the composite runs). On x86 it is 32 even on AVX512 CPUs:
-// the sum kernel registers no AVX512 variant, so torch runs its AVX2 build there
-// (verified bit for bit, see tests/test_cpu_exact.py).
-int vector_bytes() {
-  static const int bytes = [] {
-    const std::string cap = at::get_cpu_capability();
-    if (cap == "AVX512" || cap == "AVX2" || cap == "DEFAULT" || cap == "NO AVX") return 32;
-    return 0;
-  }();
-  return bytes;
-}
-
-template <typename scalar_t, int VecBytes>
-void dispatch_layout(const at::Tensor& y, double divisor, double scale, at::Tensor& out) {
+template <typename scalar_t>
+void dispatch_layout(const Rows& a) {
   using acc_t = typename AccType<scalar_t>::type;
-  constexpr int W = VecBytes / sizeof(acc_t);
-  constexpr int L = VecBytes / sizeof(scalar_t);
-  if (y.stride(1) == 1 || y.size(1) <= 1) {
-    div_sum_scale_rows<scalar_t, W, L, true>(y, divisor, scale, out);
+  // SumKernel's vectors are 32 bytes on x86 even on AVX512 CPUs (it registers no
+  // AVX512 variant; verified bit for bit, tests/test_cpu_exact.py).
+  constexpr int kVecBytes = 32;
+  constexpr int W = kVecBytes / sizeof(acc_t);
+  constexpr int L = kVecBytes / sizeof(scalar_t);
+  if (a.col_stride == 1 || a.cols <= 1) {
+    div_sum_scale_rows<scalar_t, W, L, true>(a);
   } else {
-    div_sum_scale_rows<scalar_t, W, L, false>(y, divisor, scale, out);
+    div_sum_scale_rows<scalar_t, W, L, false>(a);
   }
-}
-
-at::Tensor div_sum_scale_cpu(const at::Tensor& y, double divisor, double scale) {
-  check_div_sum_scale_inputs(y);
-  const int bytes = vector_bytes();
-  if (bytes == 0 || !intermediate_is_row_major(y)) {
-    return div_sum_scale_composite(y, divisor, scale);
-  }
-  auto out = at::empty({y.size(0), 1}, y.options());
-  if (y.size(0) == 0) return out;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, y.scalar_type(), "div_sum_scale_cpu", [&] {
-    dispatch_layout<scalar_t, 32>(y, divisor, scale, out);
-  });
-  return out;
-}
-
-// The op's autograd, in C++ so that a call pays no Python on its way to the kernel.
-// The kernel for y's device, below the autograd key:
-at::Tensor div_sum_scale_below_autograd(const at::Tensor& y, double divisor, double scale) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("kb14::div_sum_scale", "")
-                             .typed<at::Tensor(const at::Tensor&, double, double)>();
-  const at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(y, divisor, scale);
-}
-
-// The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
-// DivBackward), so the gradient has the reference's bits.
-class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction> {
- public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& y, double divisor,
-                            double scale) {
-    ctx->saved_data["sizes"] = y.sym_sizes();
-    ctx->saved_data["divisor"] = divisor;
-    ctx->saved_data["scale"] = scale;
-    return div_sum_scale_below_autograd(y, divisor, scale);
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto sizes = ctx->saved_data["sizes"].toSymIntVector();
-    const double divisor = ctx->saved_data["divisor"].toDouble();
-    const double scale = ctx->saved_data["scale"].toDouble();
-    at::Tensor grad_y = at::div(at::mul(grads[0], scale).expand_symint(sizes), divisor);
-    return {grad_y, at::Tensor(), at::Tensor()};
-  }
-};
-
-at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale) {
-  // No graph to record: straight to the kernel, without an autograd node.
-  if (!(at::GradMode::is_enabled() && y.requires_grad())) return div_sum_scale_below_autograd(y, divisor, scale);
-  return DivSumScaleFunction::apply(y, divisor, scale);
 }
 
 }  // namespace
 }  // namespace kb14
 
-TORCH_LIBRARY(kb14, m) {
-  m.def("div_sum_scale(Tensor y, float divisor, float scale) -> Tensor");
-}
-
-TORCH_LIBRARY_IMPL(kb14, Autograd, m) {
-  m.impl("div_sum_scale", &kb14::div_sum_scale_autograd);
-}
-
-TORCH_LIBRARY_IMPL(kb14, CPU, m) {
-  m.impl("div_sum_scale", &kb14::div_sum_scale_cpu);
+// The entry point ctypes calls (kernels/tail_cpu.py), for a checked y with at least one
+// row whose quotient the reference lays out row-major. dtype: 0 float32, 1 float64,
+// 2 float16, 3 bfloat16. Returns 0, or -1 for another dtype.
+extern "C" int kb14_div_sum_scale_cpu(int dtype, const void* y, void* out, int64_t rows, int64_t cols,
+                                      int64_t row_stride, int64_t col_stride, int64_t out_stride, double divisor,
+                                      double scale, int threads) {
+  const kb14::Rows a{y, out, rows, cols, row_stride, col_stride, out_stride, divisor, scale, threads};
+  switch (dtype) {
+    case 0: kb14::dispatch_layout<float>(a); return 0;
+    case 1: kb14::dispatch_layout<double>(a); return 0;
+    case 2: kb14::dispatch_layout<c10::Half>(a); return 0;
+    case 3: kb14::dispatch_layout<c10::BFloat16>(a); return 0;
+    default: return -1;
+  }
 }

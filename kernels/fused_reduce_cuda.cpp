@@ -1,0 +1,128 @@
+// kb14::div_sum_scale on CUDA tensors: the op around the launcher (fused_reduce.cu),
+// compiled by the host compiler: checks, the output, the device guard, the current
+// stream, and the op's autograd for CUDA tensors. Registered at CUDA and AutogradCUDA
+// when this module is loaded (kernels/jit.py, on the first call on a CUDA tensor).
+
+#include "div_sum_scale.h"
+#include "tail_launch.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace kb14 {
+namespace {
+
+// Shapes whose reduction torch splits into several 32-bit-indexed launches
+// (TensorIterator::can_use_32bit_indexing fails on the quotient), single columns
+// (no reduction runs: the sum is 0 + y) and column-major layouts go to the
+// composite, which is the reference itself.
+bool fused_path_applies(const at::Tensor& y) {
+  const int64_t int32_max = std::numeric_limits<int32_t>::max();
+  const int64_t elem = y.element_size();
+  const int64_t max_offset = y.numel() * elem - elem + 1;
+  return y.numel() <= int32_max && max_offset <= int32_max && y.size(1) > 1 && intermediate_is_row_major(y);
+}
+
+TailDtype tail_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kDouble: return TailDtype::kDouble;
+    case at::kHalf: return TailDtype::kHalf;
+    case at::kBFloat16: return TailDtype::kBFloat16;
+    default: return TailDtype::kFloat;  // the checks admit only these four
+  }
+}
+
+// The launcher's scratch (partial sums across blocks), from torch's caching allocator.
+struct Scratch {
+  at::TensorOptions options;
+  at::Tensor tensor;
+};
+
+void* allocate_scratch(void* context, int64_t elements, int bytes_each) {
+  auto* s = static_cast<Scratch*>(context);
+  s->tensor = at::empty({elements}, s->options.dtype(bytes_each == 8 ? at::kDouble : at::kFloat));
+  return s->tensor.mutable_data_ptr();
+}
+
+at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale) {
+  check_div_sum_scale_inputs(y);
+  const c10::cuda::CUDAGuard guard(y.device());
+  if (y.size(0) == 0 || !fused_path_applies(y)) {
+    return div_sum_scale_composite(y, divisor, scale);
+  }
+  auto out = at::empty({y.size(0), 1}, y.options());
+  TailCall call;
+  call.dtype = tail_dtype(y.scalar_type());
+  call.device = y.get_device();
+  call.y = y.const_data_ptr();
+  call.rows = y.size(0);
+  call.cols = y.size(1);
+  call.row_stride = y.stride(0);
+  call.col_stride = y.stride(1);
+  call.out = out.mutable_data_ptr();
+  call.out_stride = out.stride(0);
+  call.divisor = divisor;
+  call.scale = scale;
+  Scratch scratch{y.options(), at::Tensor()};
+  C10_CUDA_CHECK(launch_div_sum_scale(call, &allocate_scratch, &scratch, c10::cuda::getCurrentCUDAStream()));
+  return out;
+}
+
+// The op's autograd for CUDA tensors, in C++ so that a call pays no Python on its way
+// to the kernel. (CPU tensors take the Python formula registered in kernels/ops.py,
+// which also serves a CUDA call made before this module was loaded: the same ops.)
+// The kernel for y's device, below the autograd key:
+at::Tensor div_sum_scale_below_autograd(const at::Tensor& y, double divisor, double scale) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("kb14::div_sum_scale", "")
+                             .typed<at::Tensor(const at::Tensor&, double, double)>();
+  const at::AutoDispatchBelowADInplaceOrView below_autograd;
+  return op.call(y, divisor, scale);
+}
+
+// The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
+// DivBackward), so the gradient has the reference's bits.
+class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& y, double divisor,
+                            double scale) {
+    ctx->saved_data["sizes"] = y.sym_sizes();
+    ctx->saved_data["divisor"] = divisor;
+    ctx->saved_data["scale"] = scale;
+    return div_sum_scale_below_autograd(y, divisor, scale);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto sizes = ctx->saved_data["sizes"].toSymIntVector();
+    const double divisor = ctx->saved_data["divisor"].toDouble();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    at::Tensor grad_y = at::div(at::mul(grads[0], scale).expand_symint(sizes), divisor);
+    return {grad_y, at::Tensor(), at::Tensor()};
+  }
+};
+
+at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale) {
+  // No graph to record: straight to the kernel, without an autograd node.
+  if (!(at::GradMode::is_enabled() && y.requires_grad())) return div_sum_scale_below_autograd(y, divisor, scale);
+  return DivSumScaleFunction::apply(y, divisor, scale);
+}
+
+}  // namespace
+}  // namespace kb14
+
+// The schema is defined from Python (kernels/schema.py) before this library is loaded.
+TORCH_LIBRARY_IMPL(kb14, CUDA, m) {
+  m.impl("div_sum_scale", &kb14::div_sum_scale_cuda);
+}
+
+TORCH_LIBRARY_IMPL(kb14, AutogradCUDA, m) {
+  m.impl("div_sum_scale", &kb14::div_sum_scale_autograd);
+}

@@ -1,0 +1,106 @@
+"""kb14::div_sum_scale on CPU tensors: checks, layout test and composite in Python, the
+kernel in C++ without torch headers (tail_cpu.cpp, module `tail_cpu`), called through
+ctypes.
+
+The CPU kernel needs no tensor API: a data pointer, sizes, strides, the thread count.
+Compiled without torch headers it builds in about 5 s on a 2-core machine (the same
+kernel behind a C++ op, with torch's dispatcher and autograd headers, took 18 s),
+which is what makes the first CPU call fast. The price is a few microseconds of
+Python per call on CPU tensors (README, "Host time"); CUDA tensors never come here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+from kernels import jit
+
+OP_NAME = "div_sum_scale"
+FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+DTYPE_CODE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3}
+
+# c10's names, as the C++ checks print them (c10::toString(ScalarType)).
+C10_NAMES = {
+    torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short", torch.int32: "Int", torch.int64: "Long",
+    torch.bool: "Bool", torch.complex32: "ComplexHalf", torch.complex64: "ComplexFloat",
+    torch.complex128: "ComplexDouble", torch.float16: "Half", torch.float32: "Float", torch.float64: "Double",
+    torch.bfloat16: "BFloat16",
+}
+LAYOUT_NAMES = {torch.sparse_coo: "Sparse", torch.sparse_csr: "SparseCsr", torch.sparse_csc: "SparseCsc",
+                torch.sparse_bsr: "SparseBsr", torch.sparse_bsc: "SparseBsc", torch._mkldnn: "Mkldnn"}
+
+# at::internal::GRAIN_SIZE
+GRAIN_SIZE = 32768
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return C10_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def shape_text(t: torch.Tensor) -> str:
+    return "[" + ", ".join(str(n) for n in t.shape) + "]"
+
+
+def check_inputs(y: torch.Tensor, *_) -> None:
+    """The op's preconditions, with the messages (and exception types) of the CUDA op's C++ checks."""
+    if y.dim() != 2:
+        raise ValueError(f"div_sum_scale: y must be 2-D (rows, columns), got {y.dim()}-D with shape {shape_text(y)}")
+    if y.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"div_sum_scale: y must be float32, float64, float16 or bfloat16, got {dtype_name(y.dtype)}")
+    if y.layout != torch.strided:
+        raise RuntimeError("div_sum_scale: y must be a dense (strided) tensor, got layout "
+                           f"{LAYOUT_NAMES.get(y.layout, str(y.layout))}")
+
+
+def intermediate_is_row_major(y: torch.Tensor) -> bool:
+    """True when the reference's `y / divisor` is laid out row-major, so that its row sums
+    take the inner-reduction path the kernel reproduces (div_sum_scale.h explains)."""
+    rows, cols = y.shape
+    if rows <= 1 or cols <= 1:
+        return True
+    row_stride, col_stride = y.stride()
+    if col_stride == 1 and row_stride >= cols:
+        return True
+    probe = torch.empty_strided(y.shape, y.stride(), dtype=y.dtype, device="meta")
+    return (probe / 2.0).stride() == (cols, 1)
+
+
+def composite(y: torch.Tensor, divisor: float, scale: float) -> torch.Tensor:
+    return torch.mul(torch.sum(torch.div(y, divisor), 1, keepdim=True), scale)
+
+
+def _vector_bytes() -> int:
+    # SumKernel's vector bytes; 0 where its order has not been verified (the composite runs).
+    return 32 if torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX2", "DEFAULT", "NO AVX") else 0
+
+
+_kernel = None
+_vector = None
+
+
+def _load():
+    global _kernel, _vector
+    library = ctypes.CDLL(str(jit.load("tail_cpu")))
+    fn = library.kb14_div_sum_scale_cpu
+    i64, dbl, ptr = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
+    fn.argtypes = [ctypes.c_int, ptr, ptr, i64, i64, i64, i64, i64, dbl, dbl, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    _vector = _vector_bytes()
+    _kernel = fn
+    return fn
+
+
+def div_sum_scale_cpu(y: torch.Tensor, divisor: float, scale: float) -> torch.Tensor:
+    kernel = _kernel or _load()
+    check_inputs(y)
+    rows, cols = y.shape
+    if not _vector or not intermediate_is_row_major(y):
+        return composite(y, divisor, scale)
+    out = torch.empty((rows, 1), dtype=y.dtype)
+    if rows:
+        row_stride, col_stride = y.stride()
+        kernel(DTYPE_CODE[y.dtype], y.data_ptr(), out.data_ptr(), rows, cols, row_stride, col_stride, 1, divisor,
+               scale, torch.get_num_threads())
+    return out
