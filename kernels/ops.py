@@ -66,11 +66,16 @@ schema._first_use_kernel("div_sum_scale", tail_cpu.check_inputs)
 
 # ---- autograd ------------------------------------------------------------------------
 # The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
-# DivBackward), so the gradient has the reference's bits. Registered at the Autograd
-# key: it serves CPU tensors, and a CUDA call made before the CUDA module is loaded.
-# The CUDA module then registers the same formula in C++ at AutogradCUDA, which takes
-# precedence, so that a CUDA call goes from the Python entry point to the kernel
-# without any further Python (as before this split: the same C++ path).
+# DivBackward), so the gradient has the reference's bits.
+#
+# CUDA tensors: the tail_cuda module registers it in C++ at AutogradCUDA, so that a CUDA
+# call goes from the Python entry point to the kernel without any further Python, as
+# before the per-op modules (the same C++ path, kernel and autograd).
+# CPU tensors: `_autograd_cpu` below, at AutogradCPU. Without a graph to record, plain
+# CPU tensors go straight to the CPU kernel (no second trip through the dispatcher);
+# anything else (fake tensors, modes, subclasses) is redispatched below autograd.
+# The Autograd key (every other backend, and a CUDA call made before the CUDA module
+# is loaded): torch.library.register_autograd with the same formula.
 
 
 def _setup_context(ctx, inputs, output):
@@ -83,3 +88,32 @@ def _backward(ctx, grad):
 
 
 torch.library.register_autograd(OP_NAME, _backward, setup_context=_setup_context, lib=schema.IMPL)
+
+
+class _DivSumScale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, y, divisor, scale):
+        _setup_context(ctx, (y, divisor, scale), None)
+        with torch._C._AutoDispatchBelowAutograd():
+            return OP(y, divisor, scale)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _backward(ctx, grad)
+
+
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+_CPU_KEY = torch._C.DispatchKey.CPU
+_grad_enabled = torch.is_grad_enabled
+
+
+def _autograd_cpu(keyset, y, divisor, scale):
+    if y.requires_grad and _grad_enabled():
+        return _DivSumScale.apply(y, divisor, scale)
+    below = keyset & _AFTER_AUTOGRAD
+    if below.highestPriorityTypeId() == _CPU_KEY:
+        return tail_cpu.div_sum_scale_cpu(y, divisor, scale)
+    return OP.redispatch(below, y, divisor, scale)
+
+
+schema.IMPL.impl(OP_NAME.split("::")[1], _autograd_cpu, "AutogradCPU", with_keyset=True)

@@ -98,7 +98,7 @@ def div_sum_scale_cpu(y: torch.Tensor, divisor: float, scale: float) -> torch.Te
     rows, cols = y.shape
     if not _vector or not intermediate_is_row_major(y):
         return composite(y, divisor, scale)
-    out = torch.empty((rows, 1), dtype=y.dtype)
+    out = torch.empty(rows, 1, dtype=y.dtype)
     if rows:
         row_stride, col_stride = y.stride()
         kernel(DTYPE_CODE[y.dtype], y.data_ptr(), out.data_ptr(), rows, cols, row_stride, col_stride, 1, divisor,

@@ -78,3 +78,25 @@ def test_empty(shape):
 def test_meta_tensors_give_shape_only():
     out = kernels.ops.OP(torch.empty(7, 9, device="meta"), 2.0, 1.5)
     assert out.shape == (7, 1) and out.device.type == "meta"
+
+
+def test_dispatch_modes_and_fake_tensors_still_see_the_op_on_cpu():
+    # The CPU autograd kernel goes straight to the kernel only for plain tensors with no
+    # mode active: a dispatch mode must still see the op, and fake tensors get the fake kernel.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    y = torch.randn(4, 300)
+    with Log():
+        out = div_sum_scale(y, 2, 1.5)
+    assert kernels.ops.OP in seen and torch.equal(out, div_sum_scale_reference(y, 2, 1.5))
+    with FakeTensorMode() as mode:
+        fake = kernels.ops.OP(mode.from_tensor(y), 2.0, 1.5)
+    assert fake.shape == (4, 1)
