@@ -335,6 +335,9 @@ def build_all(devices: tuple[str, ...] | None = None, parallel: bool = True) -> 
     independent modules in parallel; return {module: library}. Nothing is loaded."""
     if devices is None:
         devices = ("cpu", "cuda") if cuda_build_wanted() else ("cpu",)
+    if "cuda" in devices and not cuda_build_wanted():
+        raise RuntimeError("kb14: no CUDA GPU visible to this torch; the CUDA modules are built for the GPU's "
+                           "architecture, on a machine that has one")
     names = [name for d in devices for name in modules_for(d)]
     for name in names:
         spec(name)  # hash in this thread: the specs are cached
