@@ -290,7 +290,12 @@ __global__ void __launch_bounds__(kMatvecThreads, kMatvecBlocksPerSM) colsum_mat
 // bits (a row of fewer than 2^31 vectors), the column sums read two at a time. Eight
 // blocks fit on an SM, so KernelBench's 1024 rows run in one wave; more than two
 // loads per thread in flight no longer fit the registers. 4- and 8-byte types (the
-// 2-byte types' widening needs more registers; they take the general kernel).
+// 2-byte types' widening needs more registers; they take the general kernel). As the
+// tail's lean kernel (tail_kernels.cuh): x, read once, is loaded evict-first (`.cs`,
+// which needs no policy register; a flush's dirty lines then stay in L2 instead of
+// being written back under our reads; the tail measured it as fast as its own), and
+// on sm_90 the kernel launches as a programmatic dependent that waits for the previous
+// kernel before its first read.
 constexpr int kAlignedLoads = 2;
 
 template <typename T>
@@ -299,15 +304,20 @@ __global__ void __launch_bounds__(kThreads, 8) colsum_matvec_aligned_kernel(cons
                                                                            T* __restrict__ out, int64_t out_stride,
                                                                            int64_t row_stride, int nvec, double scale) {
   constexpr int V = Vec16<T>::V;
-  const Vec16<T>* row = reinterpret_cast<const Vec16<T>*>(x + blockIdx.x * row_stride);
+  const uint4* row = reinterpret_cast<const uint4*>(x + blockIdx.x * row_stride);
   const double2* c2 = reinterpret_cast<const double2*>(c);
   double acc0 = 0.0, acc1 = 0.0;
+  wait_for_prior_grids();
   for (int v0 = threadIdx.x; v0 < nvec; v0 += kAlignedLoads * kThreads) {
     Vec16<T> buf[kAlignedLoads];
 #pragma unroll
     for (int u = 0; u < kAlignedLoads; ++u) {
-      if (v0 + u * kThreads < nvec) buf[u] = row[v0 + u * kThreads];
+      if (v0 + u * kThreads < nvec) {
+        const uint4 raw = __ldcs(row + v0 + u * kThreads);
+        buf[u] = *reinterpret_cast<const Vec16<T>*>(&raw);
+      }
     }
+    if (v0 == threadIdx.x) allow_dependent_launch();
 #pragma unroll
     for (int u = 0; u < kAlignedLoads; ++u) {
       const int v = v0 + u * kThreads;
@@ -372,9 +382,10 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   auto stream = c10::cuda::getCurrentCUDAStream();
   if constexpr (sizeof(T) >= 4) {
     if (used == 1 && rows_are_vectors<T>(x) && aligned16(a.c) && K / V <= std::numeric_limits<int32_t>::max()) {
-      colsum_matvec_aligned_kernel<T><<<static_cast<unsigned>(B), kThreads, 0, stream>>>(
-          a.x, a.c, a.out, a.out_stride, a.row_stride, static_cast<int>(K / V), scale);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      const bool programmatic = device_shape(x.get_device()).compute_major >= 9;
+      C10_CUDA_CHECK(launch_programmatic(colsum_matvec_aligned_kernel<T>, dim3(static_cast<unsigned>(B)),
+                                         dim3(kThreads), stream, programmatic, a.x, a.c, a.out, a.out_stride,
+                                         a.row_stride, static_cast<int>(K / V), scale));
       return;
     }
   }

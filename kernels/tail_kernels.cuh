@@ -501,12 +501,6 @@ struct LeanArgs {
   op_t scale;
 };
 
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-
 // The lean path holds its loads as raw 32-bit words (no local-memory copies of
 // 16-bit element structs) and decodes element i of a vector from them.
 template <int kBytes> struct RawVec;
@@ -590,18 +584,6 @@ __device__ __forceinline__ void lean_load_one(W& r, const W* p, uint64_t policy)
 template <LeanLoad kLoad>
 constexpr bool kLoadHasPolicy = kLoad == LeanLoad::kStreamingNc || kLoad == LeanLoad::kEvictFirst ||
                                 kLoad == LeanLoad::kStreaming;
-
-__device__ __forceinline__ void wait_for_prior_grids() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void allow_dependent_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 template <int U, int kStep, LeanLoad kLoad, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
@@ -757,18 +739,8 @@ struct LeanOptions {
 
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(kLeanBlock);
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  if (kPdl) {
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-  }
-  return cudaLaunchKernelEx(&config, lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted>, a);
+  return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted>, dim3(grid),
+                             dim3(kLeanBlock), stream, kPdl, a);
 }
 
 // Vectors in flight per thread, as many as 32 registers hold without spilling beside
