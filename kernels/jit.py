@@ -235,8 +235,10 @@ def _estimate(spec: JitSpec) -> str:
 
 
 def _record(spec: JitSpec, seconds: float) -> None:
+    """Remember the build's time for the next progress line (best effort)."""
     path = _timings_path()
-    with contextlib.suppress(OSError, ValueError), _exclusive(cache_root() / "build_seconds.lock", "timings"):
+    with contextlib.suppress(OSError, ValueError), open(cache_root() / "build_seconds.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         data = json.loads(path.read_text()) if path.exists() else {}
         data[spec.name] = round(seconds, 1)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
