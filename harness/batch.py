@@ -9,9 +9,10 @@ problem name its file name starts with, so `gemm_epilogue_fast.py` goes with
 Each pair runs as its own `check.py` (or `bench.py`) process, so a candidate that raises, crashes its
 process, hangs past `timeout_s` or breaks its CUDA context fails alone and the run goes
 on. Pairs are spread over `workers` concurrent processes; on CUDA each worker slot sees
-one GPU (`CUDA_VISIBLE_DEVICES`). `shard` (K, N) keeps pairs K-1, K-1+N, ... of the sorted
-list, so that N machines (a Slurm array, Ray, any job runner) split a folder between them;
-`merge` joins their JSON files into the result one run would have given.
+one GPU (`CUDA_VISIBLE_DEVICES`), slots sharing the visible GPUs round-robin. `shard`
+(K, N) keeps pairs K-1, K-1+N, ... of the sorted list, so that N machines (a Slurm
+array, Ray, any job runner) split a folder between them; `merge` joins their JSON files
+into the result one run would have given.
 """
 
 from __future__ import annotations
@@ -99,14 +100,29 @@ def _bench_summary(result: dict) -> dict:
             "speedup_vs_compiled": compiled / cand["time_ms"] if compiled else None}
 
 
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES names them (else 0..n-1)."""
+    import torch
+
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip()]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def gpu_of_slot(slot: int, gpus: list[str]) -> str:
+    """Worker slots share the visible GPUs round-robin (more workers than GPUs is allowed)."""
+    return gpus[slot % len(gpus)]
+
+
 def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int, extra: list[str],
-              tool: str = "check") -> dict:
+              tool: str = "check", gpus: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="kb_batch_") as tmp:
         out = Path(tmp) / "result.json"
         cmd = _command(tool, pair, out, trials, extra)
         env = dict(os.environ)
         if device == "cuda":
-            env["CUDA_VISIBLE_DEVICES"] = str(slot)
+            env["CUDA_VISIBLE_DEVICES"] = gpu_of_slot(slot, gpus or ["0"])
             cmd += ["--device", "cuda"]
         elif device == "cpu":
             cmd += ["--device", "cpu"]
@@ -150,11 +166,12 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
     pairs = shard_of(all_pairs, shard)
     started = time.perf_counter()
     slots = list(range(workers))
+    gpus = visible_gpus() if device == "cuda" else []
     results: list[dict] = []
 
     def work(indexed):
         i, pair = indexed
-        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [], tool)
+        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [], tool, gpus)
         if progress:
             progress(f"{record['problem']} / {record['candidate']}: {record['verdict']} ({record['seconds']:.1f} s)")
         return record

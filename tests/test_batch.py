@@ -102,3 +102,10 @@ def test_bench_batch_times_each_pair_and_isolates_a_crash(tmp_path, capsys):
     assert (got["mlp_wrong.py"]["verdict"], got["mlp_wrong.py"]["reason"]) == ("FAIL", "wrong_dtype")
     assert got["elementwise_crash.py"]["verdict"] == "CRASH"
     assert r["config"]["tool"] == "bench" and "x eager" in capsys.readouterr().out
+
+
+def test_more_workers_than_gpus_share_them_round_robin(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    gpus = batch.visible_gpus()
+    assert gpus == ["2", "5"]
+    assert [batch.gpu_of_slot(s, gpus) for s in range(5)] == ["2", "5", "2", "5", "2"]
