@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import math
 import random
@@ -47,18 +46,8 @@ BRANCHES = ("vectorized", "not_vectorized", "misaligned_head", "vector_tail", "s
 MAX_NUMEL = 8_000_000  # per shape, except the grid-threshold shapes
 
 
-def load_model():
-    """kernels/cuda_order_model.py by path: importing the `kernels` package would build the library."""
-    name = "kb14_cuda_order_model"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "kernels" / "cuda_order_model.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-model = load_model()
+sys.path.insert(0, str(ROOT))
+from kernels import cuda_order_model as model  # noqa: E402  (import kernels compiles nothing)
 
 
 # ---------------------------------------------------------------------------------------------

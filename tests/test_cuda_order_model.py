@@ -3,31 +3,15 @@ thread-by-thread simulation, exactness, the two release groups, bad input; on a 
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
+from kernels import cuda_order_model as model
 
-
-def load_model():
-    """The model module, loaded by path: importing the `kernels` package would build the library."""
-    name = "kb14_cuda_order_model"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "kernels" / "cuda_order_model.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-model = load_model()
 OLD, NEW = model.RELEASES
 H100 = {"multiprocessors": 132, "max_threads_per_multiprocessor": 2048}
 
