@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -415,3 +416,18 @@ def test_random_shapes_run_fast_on_cpu():
         y = torch.randn(rows, cols)
         out = model.reference_tail(y, 2, 1.5, release=OLD, **H100)
         assert out.shape == (rows, 1) and torch.isfinite(out).all()
+
+
+def test_installed_torch_header_is_in_the_group_its_version_names():
+    # The installed wheel's own Reduce.cuh (CUDA branches) against the version rule the
+    # library and the model use: a release that moved a marker would fail here.
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "release_headers.py"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    if "header says" not in proc.stdout:
+        pytest.skip("this torch wheel ships no Reduce.cuh")
+    group = model.release_group(torch.__version__)
+    assert f"header says {group}, version says {group}" in proc.stdout
