@@ -384,7 +384,7 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
     if (used == 1 && rows_are_vectors<T>(x) && aligned16(a.c) && K / V <= std::numeric_limits<int32_t>::max()) {
       const bool programmatic = device_shape(x.get_device()).compute_major >= 9;
       C10_CUDA_CHECK(launch_programmatic(colsum_matvec_aligned_kernel<T>, dim3(static_cast<unsigned>(B)),
-                                         dim3(kThreads), stream, programmatic, a.x, a.c, a.out, a.out_stride,
+                                         dim3(kThreads), 0, stream, programmatic, a.x, a.c, a.out, a.out_stride,
                                          a.row_stride, static_cast<int>(K / V), scale));
       return;
     }

@@ -1,5 +1,4 @@
-// Torch-facing helpers shared by the CUDA sources of this folder (compiled as one
-// translation unit by kernels/jit.py, or one at a time by tests/test_build_cuda.py).
+// Torch-facing helpers for the CUDA sources that include torch (colsum.cu).
 #pragma once
 
 #include "device_math.cuh"
@@ -10,9 +9,6 @@
 #include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
-#include <array>
-#include <mutex>
-
 namespace kb14 {
 
 // The CUDA type of a torch element type.
@@ -20,20 +16,12 @@ template <typename T> struct CudaType { using type = T; };
 template <> struct CudaType<c10::Half> { using type = __half; };
 template <> struct CudaType<c10::BFloat16> { using type = __nv_bfloat16; };
 
-// The device properties the launch plans read, queried once per device.
+// The device properties the launch plans read (query_device_shape), or an exception.
 inline DeviceShape device_shape(int device) {
-  static std::array<DeviceShape, 64> cache{};
-  static std::array<std::once_flag, 64> once;
+  DeviceShape shape;
   KB14_CHECK(device >= 0 && device < 64, "kb14: CUDA device index ", device, " out of range");
-  std::call_once(once[device], [device] {
-    DeviceShape d{};
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor,
-                                          cudaDevAttrMaxThreadsPerMultiProcessor, device));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&d.compute_major, cudaDevAttrComputeCapabilityMajor, device));
-    cache[device] = d;
-  });
-  return cache[device];
+  C10_CUDA_CHECK(query_device_shape(device, &shape));
+  return shape;
 }
 
 }  // namespace kb14

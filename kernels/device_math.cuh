@@ -6,7 +6,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <utility>
 
 namespace kb14 {
@@ -28,6 +30,32 @@ struct DeviceShape {
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The device properties the launch plans read, queried once per device (after that, one
+// atomic load per call). Returns the CUDA error of the query, if any.
+inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
+  constexpr int kMaxDevices = 64;
+  static DeviceShape cache[kMaxDevices];
+  static std::atomic<bool> known[kMaxDevices];
+  static std::mutex mutex;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  if (!known[device].load(std::memory_order_acquire)) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (!known[device].load(std::memory_order_relaxed)) {
+      DeviceShape d{};
+      cudaError_t err = cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device);
+      if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor,
+                                     device);
+      if (err == cudaSuccess) err = cudaDeviceGetAttribute(&d.compute_major, cudaDevAttrComputeCapabilityMajor, device);
+      if (err != cudaSuccess) return err;
+      cache[device] = d;
+      known[device].store(true, std::memory_order_release);
+    }
+  }
+  *shape = cache[device];
+  return cudaSuccess;
+}
 
 // An L2 policy that evicts the lines it is given first: for data read once.
 __device__ __forceinline__ uint64_t evict_first_policy() {
@@ -54,11 +82,12 @@ __device__ __forceinline__ void allow_dependent_launch() {
 // A launch as a programmatic dependent of the stream's previous kernel, where the GPU
 // has it (compute capability 9 and up); a plain launch elsewhere.
 template <typename... KernelArgs, typename... Args>
-cudaError_t launch_programmatic(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, cudaStream_t stream,
-                                bool programmatic, Args&&... args) {
+cudaError_t launch_programmatic(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t dynamic_smem,
+                                cudaStream_t stream, bool programmatic, Args&&... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
+  config.dynamicSmemBytes = dynamic_smem;
   config.stream = stream;
   cudaLaunchAttribute attribute[1];
   if (programmatic) {

@@ -7,19 +7,12 @@
 #include "tail_kernels.cuh"
 #include "tail_launch.h"
 
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 namespace kb14 {
 namespace {
-
-using tail::Arith;
-using tail::Args;
-using tail::kInputVec;
-using tail::Plan;
 
 // Benchmarking and testing switches, read once: KB14_TAIL_PATH=general sends every
 // shape to the general kernels (the lean path must return the same bits);
@@ -42,68 +35,22 @@ const TailSwitches& tail_switches() {
   return switches;
 }
 
-// The device properties the launch plans read, queried once per device (after that,
-// one atomic load per call).
-cudaError_t query_device_shape(int device, DeviceShape* shape) {
-  constexpr int kMaxDevices = 64;
-  static DeviceShape cache[kMaxDevices];
-  static std::atomic<bool> known[kMaxDevices];
-  static std::mutex mutex;
-  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
-  if (!known[device].load(std::memory_order_acquire)) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (!known[device].load(std::memory_order_relaxed)) {
-      DeviceShape d{};
-      cudaError_t err = cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device);
-      if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor,
-                                     device);
-      if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(&d.compute_major, cudaDevAttrComputeCapabilityMajor, device);
-      if (err != cudaSuccess) return err;
-      cache[device] = d;
-      known[device].store(true, std::memory_order_release);
-    }
-  }
-  *shape = cache[device];
-  return cudaSuccess;
-}
-
 template <typename cuda_t>
 cudaError_t launch_typed(const TailCall& c, TailScratch scratch, void* context, cudaStream_t stream) {
-  using op_t = typename Arith<cuda_t>::op_t;
-  using acc_t = typename Arith<cuda_t>::acc_t;
+  using acc_t = typename tail::Arith<cuda_t>::acc_t;
   DeviceShape prop;
   if (const cudaError_t err = query_device_shape(c.device, &prop); err != cudaSuccess) return err;
-  constexpr int V = kInputVec<cuda_t>;
-  const Plan p = tail::plan_reference_sum(c.rows, c.cols, V, prop);
-
-  Args<cuda_t> a;
-  a.y = static_cast<const cuda_t*>(c.y);
-  a.row_stride = c.row_stride;
-  a.col_stride = c.cols == 1 ? 1 : c.col_stride;
-  a.out = static_cast<cuda_t*>(c.out);
-  a.out_stride = c.out_stride;
-  a.rows = p.rows;
-  a.cols = p.cols;
-  a.step = p.step;
-  a.ctas = p.ctas;
-  a.by_logical = p.split_y ? p.by : 1;
-  // The reference computes 1 / divisor on the host in the op math type.
-  a.inv = op_t(1) / static_cast<op_t>(c.divisor);
-  a.scale = static_cast<op_t>(c.scale);
-  a.partials = nullptr;
+  const tail::Plan p = tail::plan_reference_sum(c.rows, c.cols, tail::kInputVec<cuda_t>, prop);
+  acc_t* partials = nullptr;
   if (p.ctas > 1) {
-    a.partials = static_cast<acc_t*>(scratch(context, p.rows * p.ctas, static_cast<int>(sizeof(acc_t))));
-    if (a.partials == nullptr) return cudaErrorMemoryAllocation;
+    partials = static_cast<acc_t*>(scratch(context, p.rows * p.ctas, static_cast<int>(sizeof(acc_t))));
+    if (partials == nullptr) return cudaErrorMemoryAllocation;
   }
+  const tail::Args<cuda_t> a =
+      tail::planned_args(p, static_cast<const cuda_t*>(c.y), c.row_stride, c.col_stride, static_cast<cuda_t*>(c.out),
+                         c.out_stride, c.divisor, c.scale, partials);
   const TailSwitches& switches = tail_switches();
-  if constexpr (sizeof(cuda_t) < 8) {  // the lean path is for float, half and bfloat16
-    if (!switches.general_only && tail::lean_path_applies<cuda_t, V>(p, a)) {
-      return tail::launch_lean<cuda_t, V>(p, a, prop, tail::LeanOptions{}, stream);
-    }
-  }
-  return tail::launch_general<cuda_t, V>(p, a, switches.logical_per_thread, stream);
+  return tail::launch_planned(p, a, prop, stream, switches.general_only, switches.logical_per_thread);
 }
 
 }  // namespace

@@ -740,7 +740,7 @@ struct LeanOptions {
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
   return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted>, dim3(grid),
-                             dim3(kLeanBlock), stream, kPdl, a);
+                             dim3(kLeanBlock), 0, stream, kPdl, a);
 }
 
 // Vectors in flight per thread, as many as 32 registers hold without spilling beside
@@ -777,6 +777,46 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
   return pdl ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, blocks, stream)
              : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, blocks, stream);
+}
+
+// The kernels' arguments for a planned call (strides in elements; `partials` holds
+// rows * ctas accumulators when the plan splits rows across blocks, else may be null).
+template <typename scalar_t>
+Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride, int64_t col_stride,
+                            scalar_t* out, int64_t out_stride, double divisor, double scale,
+                            typename Arith<scalar_t>::acc_t* partials) {
+  using op_t = typename Arith<scalar_t>::op_t;
+  Args<scalar_t> a;
+  a.y = y;
+  a.row_stride = row_stride;
+  a.col_stride = p.cols == 1 ? 1 : col_stride;
+  a.out = out;
+  a.out_stride = out_stride;
+  a.partials = partials;
+  a.rows = p.rows;
+  a.cols = p.cols;
+  a.step = p.step;
+  a.ctas = p.ctas;
+  a.by_logical = p.split_y ? p.by : 1;
+  // The reference computes 1 / divisor on the host in the op math type.
+  a.inv = op_t(1) / static_cast<op_t>(divisor);
+  a.scale = static_cast<op_t>(scale);
+  return a;
+}
+
+// What the library launches for a planned call: the lean kernel where it reproduces the
+// plan (float, half, bfloat16), else the general kernels. `general_only` and
+// `logical_per_thread` are the comparison switches (fused_reduce.cu's environment).
+template <typename scalar_t>
+cudaError_t launch_planned(const Plan& p, const Args<scalar_t>& a, const DeviceShape& prop, cudaStream_t stream,
+                           bool general_only = false, int logical_per_thread = 1) {
+  constexpr int V = kInputVec<scalar_t>;
+  if constexpr (sizeof(scalar_t) < 8) {
+    if (!general_only && lean_path_applies<scalar_t, V>(p, a)) {
+      return launch_lean<scalar_t, V>(p, a, prop, LeanOptions{}, stream);
+    }
+  }
+  return launch_general<scalar_t, V>(p, a, logical_per_thread, stream);
 }
 
 }  // namespace tail

@@ -101,28 +101,11 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
         void* partials, cudaStream_t stream) {
   constexpr int V = kInputVec<T>;
-  using op_t = typename Arith<T>::op_t;
   const Plan p = plan_reference_sum(rows, cols, V, prop);
-  Args<T> a;
-  a.y = static_cast<const T*>(y);
-  a.row_stride = row_stride;
-  a.col_stride = 1;
-  a.out = static_cast<T*>(out);
-  a.out_stride = out_stride;
-  a.partials = static_cast<typename Arith<T>::acc_t*>(partials);
-  a.rows = rows;
-  a.cols = cols;
-  a.step = p.step;
-  a.ctas = p.ctas;
-  a.by_logical = p.split_y ? p.by : 1;
-  a.inv = op_t(1) / static_cast<op_t>(divisor);
-  a.scale = static_cast<op_t>(scale);
+  const Args<T> a = planned_args(p, static_cast<const T*>(y), row_stride, 1, static_cast<T*>(out), out_stride, divisor,
+                                 scale, static_cast<typename Arith<T>::acc_t*>(partials));
   if (variant == 0) return launch_general<T, V>(p, a, 1, stream);
-  if (variant == 6) {
-    // What the library launches: the lean kernel where it applies, else the general ones.
-    if (lean_path_applies<T, V>(p, a)) return launch_lean<T, V>(p, a, prop, LeanOptions{}, stream);
-    return launch_general<T, V>(p, a, 1, stream);
-  }
+  if (variant == 6) return launch_planned(p, a, prop, stream);  // what the library launches
   if (variant == 9) {
     empty_kernel<<<static_cast<unsigned>(rows), kLeanBlock, 0, stream>>>();
     return cudaGetLastError();
@@ -151,17 +134,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     la.cols = static_cast<int>(cols);
     la.inv = 1.0f / static_cast<float>(divisor);
     la.scale = static_cast<float>(scale);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(rows));
-    config.blockDim = dim3(kLeanBlock);
-    config.dynamicSmemBytes = 4 * kLeanBlock * sizeof(uint4);
-    config.stream = stream;
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, bulk_rows_kernel<4>, la);
+    return launch_programmatic(bulk_rows_kernel<4>, dim3(static_cast<unsigned>(rows)), dim3(kLeanBlock),
+                               4 * kLeanBlock * sizeof(uint4), stream, true, la);
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
   LeanOptions opt;
