@@ -25,7 +25,7 @@ import torch
 
 from kernels import schema
 from kernels.ops import FLOAT_DTYPES, as_number
-from kernels.tail_cpu import LAYOUT_NAMES, dtype_name, shape_text
+from kernels.tail_cpu import dtype_name, layout_name, shape_text
 
 COLSUM = torch.ops.kb14.colsum.default
 MATVEC = torch.ops.kb14.colsum_matvec.default
@@ -80,13 +80,9 @@ def _matvec_fake(x, colsum, scale):
 # ---- checks (the C++ kernels' own, for a first call made before the module is loaded) ----
 
 
-def _device_text(d: torch.device) -> str:
-    return str(d)
-
-
 def check_colsum_inputs(w: torch.Tensor) -> None:
     if w.layout != torch.strided:
-        raise RuntimeError(f"colsum: weight must be a dense (strided) tensor, got layout {LAYOUT_NAMES.get(w.layout)}")
+        raise RuntimeError(f"colsum: weight must be a dense (strided) tensor, got layout {layout_name(w.layout)}")
     if w.dim() != 2:
         raise ValueError(f"colsum: weight must be 2-D (hidden, input), got {w.dim()}-D with shape {shape_text(w)}")
     if w.dtype not in FLOAT_DTYPES:

@@ -315,14 +315,16 @@ def build(name: str) -> Path:
 
 def load(name: str) -> Path:
     """Build (once per key) and load the module; return its shared library's path.
-    Loading registers its kernels with torch (the torch_free module registers nothing)."""
+    Loading registers its kernels with torch; a torch_free module is only built here."""
     library = _loaded.get(name)
     if library is not None:
         return library
     with _locks[name]:
         if name not in _loaded:
             library = build(name)
-            if not any(p.endswith(library.name) for p in torch.ops.loaded_libraries):
+            # A torch-free module registers nothing: its caller opens it (ctypes).
+            registers_ops = not MODULES[name].torch_free
+            if registers_ops and not any(p.endswith(library.name) for p in torch.ops.loaded_libraries):
                 torch.ops.load_library(str(library))
             _loaded[name] = library
     return _loaded[name]

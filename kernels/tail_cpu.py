@@ -17,7 +17,6 @@ import torch
 
 from kernels import jit
 
-OP_NAME = "div_sum_scale"
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 DTYPE_CODE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3}
 
@@ -31,12 +30,13 @@ C10_NAMES = {
 LAYOUT_NAMES = {torch.sparse_coo: "Sparse", torch.sparse_csr: "SparseCsr", torch.sparse_csc: "SparseCsc",
                 torch.sparse_bsr: "SparseBsr", torch.sparse_bsc: "SparseBsc", torch._mkldnn: "Mkldnn"}
 
-# at::internal::GRAIN_SIZE
-GRAIN_SIZE = 32768
-
 
 def dtype_name(dtype: torch.dtype) -> str:
     return C10_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def layout_name(layout: torch.layout) -> str:
+    return LAYOUT_NAMES.get(layout, str(layout))
 
 
 def shape_text(t: torch.Tensor) -> str:
@@ -51,7 +51,7 @@ def check_inputs(y: torch.Tensor, *_) -> None:
         raise TypeError(f"div_sum_scale: y must be float32, float64, float16 or bfloat16, got {dtype_name(y.dtype)}")
     if y.layout != torch.strided:
         raise RuntimeError("div_sum_scale: y must be a dense (strided) tensor, got layout "
-                           f"{LAYOUT_NAMES.get(y.layout, str(y.layout))}")
+                           f"{layout_name(y.layout)}")
 
 
 def intermediate_is_row_major(y: torch.Tensor) -> bool:
