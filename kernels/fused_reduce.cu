@@ -14,25 +14,14 @@
 namespace kb14 {
 namespace {
 
-// Benchmarking and testing switches, read once: KB14_TAIL_PATH=general sends every
-// shape to the general kernels (the lean path must return the same bits);
-// KB14_LOGICAL_PER_THREAD=2|4|8|16 picks another mapping of the general split-row kernel.
-struct TailSwitches {
-  bool general_only = false;
-  int logical_per_thread = 1;
-};
-
-const TailSwitches& tail_switches() {
-  static const TailSwitches switches = [] {
-    TailSwitches s;
-    if (const char* path = std::getenv("KB14_TAIL_PATH")) s.general_only = std::strcmp(path, "general") == 0;
-    if (const char* lpp = std::getenv("KB14_LOGICAL_PER_THREAD")) {
-      const int n = std::atoi(lpp);
-      if (n == 1 || n == 2 || n == 4 || n == 8 || n == 16) s.logical_per_thread = n;
-    }
-    return s;
+// The comparison switch, read once per process: KB14_TAIL_PATH=general sends every
+// shape to the general kernels (the lean path must return the same bits).
+bool general_only() {
+  static const bool general = [] {
+    const char* path = std::getenv("KB14_TAIL_PATH");
+    return path != nullptr && std::strcmp(path, "general") == 0;
   }();
-  return switches;
+  return general;
 }
 
 template <typename cuda_t>
@@ -49,8 +38,7 @@ cudaError_t launch_typed(const TailCall& c, TailScratch scratch, void* context, 
   const tail::Args<cuda_t> a =
       tail::planned_args(p, static_cast<const cuda_t*>(c.y), c.row_stride, c.col_stride, static_cast<cuda_t*>(c.out),
                          c.out_stride, c.divisor, c.scale, partials);
-  const TailSwitches& switches = tail_switches();
-  return tail::launch_planned(p, a, prop, stream, switches.general_only, switches.logical_per_thread);
+  return tail::launch_planned(p, a, prop, stream, general_only());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // kb14::div_sum_scale on CUDA tensors: the op around the launcher (fused_reduce.cu),
 // compiled by the host compiler: checks, the output, the device guard, the current
-// stream, and the op's autograd for CUDA tensors. Registered at CUDA and AutogradCUDA
-// when this module is loaded (kernels/jit.py, on the first call on a CUDA tensor).
+// stream. Registered at CUDA when this module is loaded (kernels/jit.py, on the first
+// call on a CUDA tensor). The op's C++ autograd is its own module,
+// tail_autograd_cuda.cpp: its headers would double this unit's compile time.
 
 #include "div_sum_scale.h"
 #include "tail_launch.h"
@@ -10,7 +11,6 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include <cstdint>
@@ -75,54 +75,10 @@ at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale)
   return out;
 }
 
-// The op's autograd for CUDA tensors, in C++ so that a call pays no Python on its way
-// to the kernel. (CPU tensors take the Python formula registered in kernels/ops.py,
-// which also serves a CUDA call made before this module was loaded: the same ops.)
-// The kernel for y's device, below the autograd key:
-at::Tensor div_sum_scale_below_autograd(const at::Tensor& y, double divisor, double scale) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("kb14::div_sum_scale", "")
-                             .typed<at::Tensor(const at::Tensor&, double, double)>();
-  const at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(y, divisor, scale);
-}
-
-// The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
-// DivBackward), so the gradient has the reference's bits.
-class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction> {
- public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& y, double divisor,
-                            double scale) {
-    ctx->saved_data["sizes"] = y.sym_sizes();
-    ctx->saved_data["divisor"] = divisor;
-    ctx->saved_data["scale"] = scale;
-    return div_sum_scale_below_autograd(y, divisor, scale);
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const auto sizes = ctx->saved_data["sizes"].toSymIntVector();
-    const double divisor = ctx->saved_data["divisor"].toDouble();
-    const double scale = ctx->saved_data["scale"].toDouble();
-    at::Tensor grad_y = at::div(at::mul(grads[0], scale).expand_symint(sizes), divisor);
-    return {grad_y, at::Tensor(), at::Tensor()};
-  }
-};
-
-at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale) {
-  // No graph to record: straight to the kernel, without an autograd node.
-  if (!(at::GradMode::is_enabled() && y.requires_grad())) return div_sum_scale_below_autograd(y, divisor, scale);
-  return DivSumScaleFunction::apply(y, divisor, scale);
-}
-
 }  // namespace
 }  // namespace kb14
 
 // The schema is defined from Python (kernels/schema.py) before this library is loaded.
 TORCH_LIBRARY_IMPL(kb14, CUDA, m) {
   m.impl("div_sum_scale", &kb14::div_sum_scale_cuda);
-}
-
-TORCH_LIBRARY_IMPL(kb14, AutogradCUDA, m) {
-  m.impl("div_sum_scale", &kb14::div_sum_scale_autograd);
 }

@@ -6,7 +6,10 @@ from the cache) the module that holds that op's kernels for that device:
     tail_cpu      div_sum_scale on CPU tensors: tail_cpu.cpp, no torch headers
                   (loaded with ctypes; the op's glue is Python, kernels/tail_cpu.py)
     tail_cuda     div_sum_scale on CUDA tensors: fused_reduce.cu (the launcher, no
-                  torch headers) and fused_reduce_cuda.cpp (the op, its C++ autograd)
+                  torch headers) and fused_reduce_cuda.cpp (the op)
+    tail_cuda_autograd
+                  div_sum_scale's C++ autograd for CUDA tensors: tail_autograd_cuda.cpp;
+                  loaded after tail_cuda without holding up the first call (below)
     colsum_cpu    colsum and colsum_matvec on CPU tensors: colsum.cpp
     colsum_cuda   the same on CUDA tensors: colsum.cu and colsum_cuda.cpp
 
@@ -28,6 +31,14 @@ translation unit and, for CUDA, one nvcc unit, which ninja compiles in parallel)
   it is never loaded;
 * a build prints one line to stderr (what, where, roughly how long), then its time.
 
+A module can name others to load after it (``Module.after``): those do not hold up
+the first call. If cached they are loaded at once; otherwise they are built on a
+background thread and loaded by the next call of `kernels.div_sum_scale` after the
+build finishes (`load_finished_builds`); the interpreter waits for an unfinished one
+at exit, so that the next process finds it cached. The C++ autograd is such a module:
+until it is loaded the op's Python autograd formula serves CUDA calls, with the same
+bits and a few microseconds more host time.
+
 `build_all()` (or ``python -m kernels.build``) builds every module this machine can
 run, in parallel, ahead of time.
 """
@@ -46,7 +57,7 @@ import shutil
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +78,7 @@ class Module:
     headers: tuple[str, ...]  # what they include from this folder: they key the build
     torch_free: bool  # compiled without torch headers in its host unit (fast)
     default_seconds: float  # rough build time on the 2-core development machine
+    after: tuple[str, ...] = ()  # modules loaded once this one is, built in the background
 
 
 MODULES = {
@@ -74,7 +86,9 @@ MODULES = {
     "tail_cuda": Module("cuda", "div_sum_scale's CUDA kernels and op", ("fused_reduce_cuda.cpp",),
                         ("fused_reduce.cu",),
                         ("error_message.h", "div_sum_scale.h", "tail_launch.h", "device_math.cuh",
-                         "tail_kernels.cuh"), False, 16),
+                         "tail_kernels.cuh"), False, 8, after=("tail_cuda_autograd",)),
+    "tail_cuda_autograd": Module("cuda", "div_sum_scale's C++ autograd for CUDA tensors",
+                                 ("tail_autograd_cuda.cpp",), (), (), False, 14),
     "colsum_cpu": Module("cpu", "the column-sum CPU kernels and op", ("colsum.cpp",), (),
                          ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h"), False, 18),
     "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
@@ -174,8 +188,10 @@ class JitSpec:
         if module.cuda:
             # The reduction order to reproduce depends on the torch release (tail_kernels.cuh);
             # the architecture is this GPU's (an -gencode flag: torch then adds none of its own).
+            # Programmatic launches exist from sm_90: only the kernels this GPU launches are built.
             arch = _cuda_arch()
             cuda_cflags = ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={torch_order()}",
+                           f"-DKB14_PROGRAMMATIC_LAUNCH={int(int(arch) >= 90)}",
                            f"-gencode=arch=compute_{arch},code=sm_{arch}"]
             if verbose():
                 cuda_cflags += ["-lineinfo", "-Xptxas=-v"]
@@ -246,7 +262,7 @@ def _record(spec: JitSpec, seconds: float) -> None:
         tmp.replace(path)
 
 
-def _compile(spec: JitSpec, name: str, build_dir: Path) -> Path:
+def _compile(spec: JitSpec, name: str, build_dir: Path, background: bool = False) -> Path:
     if build_dir.exists():
         # Left by a build that died: nobody else can be using it while we hold the lock.
         shutil.rmtree(build_dir)
@@ -262,7 +278,8 @@ def _compile(spec: JitSpec, name: str, build_dir: Path) -> Path:
     if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
         options["no_implicit_headers"] = True  # skip <torch/extension.h>: pybind11 is not used
     where = f"for sm_{_cuda_arch()} " if module.cuda else ""
-    _say(f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) {where}into {build_dir}: "
+    how = " in the background" if background else ""
+    _say(f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) {where}into {build_dir}{how}: "
          f"first use only, {_estimate(spec)} ...")
     start = time.perf_counter()
     cpp_extension.load_inline(
@@ -296,19 +313,26 @@ def spec(name: str) -> JitSpec:
     return _specs[name]
 
 
-def build(name: str) -> Path:
+def _cache_entry(name: str) -> tuple[str, Path]:
+    build_name = spec(name).build_name()
+    return build_name, cache_root() / build_name
+
+
+def is_built(name: str) -> bool:
+    """Whether the module's cache entry is complete (it loads without compiling)."""
+    return (_cache_entry(name)[1] / ".done").exists()
+
+
+def build(name: str, background: bool = False) -> Path:
     """Build the module if its cache entry is missing (once per key, across processes);
     return its shared library's path. Does not load it."""
-    s = spec(name)
-    build_name = s.build_name()
-    root = cache_root()
-    build_dir = root / build_name
+    build_name, build_dir = _cache_entry(name)
     library = build_dir / f"{build_name}.so"
     done = build_dir / ".done"
     if not done.exists():
-        with _exclusive(root / f"{build_name}.lock", build_name):
+        with _exclusive(cache_root() / f"{build_name}.lock", build_name):
             if not done.exists():
-                library = _compile(s, build_name, build_dir)
+                library = _compile(spec(name), build_name, build_dir, background)
                 done.write_text(build_name)
     return library
 
@@ -327,7 +351,50 @@ def load(name: str) -> Path:
             if registers_ops and not any(p.endswith(library.name) for p in torch.ops.loaded_libraries):
                 torch.ops.load_library(str(library))
             _loaded[name] = library
+    for other in MODULES[name].after:
+        _load_soon(other)
     return _loaded[name]
+
+
+# Modules being built on a background thread, by name; loaded by load_finished_builds.
+background_builds: dict[str, Future] = {}
+_background_pool: ThreadPoolExecutor | None = None
+_background_lock = threading.Lock()
+
+
+def _load_soon(name: str) -> None:
+    """Load the module now if it is cached, else start its build on a background thread."""
+    global _background_pool
+    if name in _loaded:
+        return
+    if is_built(name):
+        load(name)
+        return
+    with _background_lock:
+        if name in background_builds or name in _loaded:
+            return
+        if _background_pool is None:
+            # Its worker is joined at interpreter exit: an unfinished build completes.
+            _background_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb14-build")
+        spec(name)  # hash the sources in this thread
+        background_builds[name] = _background_pool.submit(build, name, True)
+
+
+def load_finished_builds(wait: bool = False) -> None:
+    """Load the modules whose background builds have finished (with `wait`, wait for all).
+    A build that failed is reported once; what it would have replaced stays in use."""
+    for name, future in list(background_builds.items()):
+        if not (wait or future.done()):
+            continue
+        with _background_lock:
+            if background_builds.pop(name, None) is None:
+                continue  # another thread took it
+        try:
+            future.result()
+        except Exception as exc:  # noqa: BLE001 - reported, and the Python fallback remains
+            _say(f"building {name} in the background failed, so it is not used: {exc}")
+        else:
+            load(name)
 
 
 def modules_for(device_type: str) -> list[str]:

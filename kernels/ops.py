@@ -1,9 +1,10 @@
 """The torch op `kb14::div_sum_scale`: its Python entry point, fake kernel, CPU kernel, autograd.
 
-The schema is defined in kernels/schema.py. CUDA tensors: the kernel and the op's
-C++ autograd come from the `tail_cuda` module, built on the first CUDA call. CPU
-tensors: the kernel of kernels/tail_cpu.py and the autograd formula below. This
-module also holds the plain reference the kernels must match bit for bit.
+The schema is defined in kernels/schema.py. CUDA tensors: the kernel comes from the
+`tail_cuda` module, built on the first CUDA call, and the op's C++ autograd from
+`tail_cuda_autograd`, loaded after it. CPU tensors: the kernel of kernels/tail_cpu.py
+and the autograd formula below. This module also holds the plain reference the
+kernels must match bit for bit.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numbers
 
 import torch
 
-from kernels import schema, tail_cpu
+from kernels import jit, schema, tail_cpu
 
 OP = torch.ops.kb14.div_sum_scale.default
 OP_NAME = "kb14::div_sum_scale"
@@ -47,6 +48,8 @@ def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> 
         divisor = as_number(divisor, "div_sum_scale: divisor")
     if type(scale) is not float:
         scale = as_number(scale, "div_sum_scale: scale")
+    if jit.background_builds:  # the C++ autograd, built after the first CUDA call
+        jit.load_finished_builds()
     return OP(y, divisor, scale)
 
 
@@ -68,14 +71,15 @@ schema._first_use_kernel("div_sum_scale", tail_cpu.check_inputs)
 # The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
 # DivBackward), so the gradient has the reference's bits.
 #
-# CUDA tensors: the tail_cuda module registers it in C++ at AutogradCUDA, so that a CUDA
-# call goes from the Python entry point to the kernel without any further Python, as
-# before the per-op modules (the same C++ path, kernel and autograd).
+# CUDA tensors: the tail_cuda_autograd module registers it in C++ at AutogradCUDA, so
+# that a CUDA call goes from the Python entry point to the kernel without any further
+# Python. On a first use that module builds in the background (kernels/jit.py); until
+# it is loaded, CUDA calls take the Autograd-key formula below (same ops, same bits).
 # CPU tensors: `_autograd_cpu` below, at AutogradCPU. Without a graph to record, plain
 # CPU tensors go straight to the CPU kernel (no second trip through the dispatcher);
 # anything else (fake tensors, modes, subclasses) is redispatched below autograd.
-# The Autograd key (every other backend, and a CUDA call made before the CUDA module
-# is loaded): torch.library.register_autograd with the same formula.
+# The Autograd key (every other backend, and CUDA calls until the C++ autograd is
+# loaded): torch.library.register_autograd with the same formula.
 
 
 def _setup_context(ctx, inputs, output):

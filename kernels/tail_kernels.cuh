@@ -691,22 +691,15 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
 // Launchers. They return the launch's error; the caller turns it into an exception.
 // ---------------------------------------------------------------------------
 
-// Logical threads each physical thread plays on the general split-row path: one (the
-// reference's own block shape) measured fastest; 2, 4, 8, 16 are kept for comparisons.
+// The general kernels, one logical thread per physical thread (the reference's own block
+// shape: 2, 4, 8 or 16 logical threads per physical thread measured slower, kernel_notes.md).
 template <typename scalar_t, int V>
-cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, int logical_per_thread, cudaStream_t stream) {
+cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
   if (p.split_y) {
-    const int lpp = (p.by % logical_per_thread == 0) ? logical_per_thread : 1;
-    const dim3 block(p.bx, p.by / lpp);
+    const dim3 block(p.bx, p.by);
     const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
-    switch (lpp) {
-      case 16: split_row_kernel<scalar_t, V, 16, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      case 8: split_row_kernel<scalar_t, V, 8, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      case 4: split_row_kernel<scalar_t, V, 4, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      case 2: split_row_kernel<scalar_t, V, 2, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-      default: split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized); break;
-    }
+    split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess || p.ctas == 1) return err;
     combine_blocks_kernel<scalar_t><<<static_cast<unsigned>(p.rows), dim3(p.bx, p.by), 0, stream>>>(a);
@@ -736,6 +729,16 @@ constexpr LeanLoad kLeanLoad = LeanLoad::kStreamingNc;
 struct LeanOptions {
   bool programmatic_launch = true;  // honoured on sm_90 and newer
 };
+
+// The lean kernels a build instantiates. The library's CUDA module is built for one GPU
+// architecture, and kernels/jit.py says which launch that GPU takes: KB14_PROGRAMMATIC_LAUNCH=1
+// on sm_90 and newer (programmatic launches only), 0 below; each halves the lean kernels
+// to compile. Left undefined (comparison builds), both are compiled and chosen per call.
+#if defined(KB14_PROGRAMMATIC_LAUNCH)
+constexpr int kProgrammaticBuild = KB14_PROGRAMMATIC_LAUNCH;
+#else
+constexpr int kProgrammaticBuild = -1;
+#endif
 
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
@@ -774,9 +777,15 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   const bool warp_rows = !p.split_y;
   const bool shifted = g.cols % V != 0;
   const unsigned blocks = static_cast<unsigned>(warp_rows ? ceil_div(g.rows, kLeanWarps) : g.rows);
-  const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
-  return pdl ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, blocks, stream)
-             : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, blocks, stream);
+  if constexpr (kProgrammaticBuild == 1) {
+    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, blocks, stream);
+  } else if constexpr (kProgrammaticBuild == 0) {
+    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, blocks, stream);
+  } else {
+    const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
+    return pdl ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, blocks, stream)
+               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, blocks, stream);
+  }
 }
 
 // The kernels' arguments for a planned call (strides in elements; `partials` holds
@@ -805,18 +814,18 @@ Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride
 }
 
 // What the library launches for a planned call: the lean kernel where it reproduces the
-// plan (float, half, bfloat16), else the general kernels. `general_only` and
-// `logical_per_thread` are the comparison switches (fused_reduce.cu's environment).
+// plan (float, half, bfloat16), else the general kernels. `general_only` is the
+// comparison switch (fused_reduce.cu's environment).
 template <typename scalar_t>
 cudaError_t launch_planned(const Plan& p, const Args<scalar_t>& a, const DeviceShape& prop, cudaStream_t stream,
-                           bool general_only = false, int logical_per_thread = 1) {
+                           bool general_only = false) {
   constexpr int V = kInputVec<scalar_t>;
   if constexpr (sizeof(scalar_t) < 8) {
     if (!general_only && lean_path_applies<scalar_t, V>(p, a)) {
       return launch_lean<scalar_t, V>(p, a, prop, LeanOptions{}, stream);
     }
   }
-  return launch_general<scalar_t, V>(p, a, logical_per_thread, stream);
+  return launch_general<scalar_t, V>(p, a, stream);
 }
 
 }  // namespace tail

@@ -104,7 +104,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   const Plan p = plan_reference_sum(rows, cols, V, prop);
   const Args<T> a = planned_args(p, static_cast<const T*>(y), row_stride, 1, static_cast<T*>(out), out_stride, divisor,
                                  scale, static_cast<typename Arith<T>::acc_t*>(partials));
-  if (variant == 0) return launch_general<T, V>(p, a, 1, stream);
+  if (variant == 0) return launch_general<T, V>(p, a, stream);
   if (variant == 6) return launch_planned(p, a, prop, stream);  // what the library launches
   if (variant == 9) {
     empty_kernel<<<static_cast<unsigned>(rows), kLeanBlock, 0, stream>>>();

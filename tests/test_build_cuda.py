@@ -69,19 +69,26 @@ def _torch_compile_flags(tmp_path):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-def test_cuda_launcher_builds_without_torch_headers(tmp_path):
-    # fused_reduce.cu (the tail_cuda module's nvcc unit) includes nothing of torch.
+@pytest.mark.parametrize("arch,programmatic", [("90", 1), ("80", 0)])
+def test_cuda_launcher_builds_without_torch_headers(tmp_path, arch, programmatic):
+    # fused_reduce.cu (the tail_cuda module's nvcc unit) includes nothing of torch; built as
+    # kernels/jit.py builds it, with only the lean kernels that architecture launches.
     cmd = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o", str(tmp_path / "l.o"),
-           "-gencode=arch=compute_90,code=sm_90", "-std=c++17", "-O3", "--fmad=false",
-           f"-DKB14_TORCH_VERSION={jit.torch_order()}", f"-I{jit.SOURCE_DIR}"]
+           f"-gencode=arch=compute_{arch},code=sm_{arch}", "-std=c++17", "-O3", "--fmad=false", "-Xptxas=-v",
+           f"-DKB14_TORCH_VERSION={jit.torch_order()}", f"-DKB14_PROGRAMMATIC_LAUNCH={programmatic}",
+           f"-I{jit.SOURCE_DIR}"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, report[-3000:]
+    lean = re.findall(r"Compiling entry function '(_ZN4kb144tail16lean_rows_kernel[^']+)'", report)
+    # float, half, bfloat16 x (block or warp per row) x (aligned or shifted rows), one launch kind
+    assert len(set(lean)) == 12, lean
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("module", [name for name, m in jit.MODULES.items() if m.cuda])
+@pytest.mark.parametrize("module", [name for name, m in jit.MODULES.items() if m.device == "cuda"])
 def test_cuda_module_host_units_compile(tmp_path, module):
-    # The host compiler's unit of each CUDA module (the op, its registration and C++
+    # The host compiler's unit of each CUDA module (the ops, their registration, the C++
     # autograd); nvcc drives the host compiler so that the CUDA headers are found.
     for source in jit.MODULES[module].cpp:
         cmd = [NVCC, "-c", str(jit.SOURCE_DIR / source), "-o", str(tmp_path / "h.o"), "-O1",

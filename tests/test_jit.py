@@ -71,6 +71,44 @@ def test_a_build_killed_half_way_is_rebuilt(fresh_cache):
     assert (build_dir / ".done").exists()
 
 
+# A module named in another's `after` (as the C++ autograd is in tail_cuda's), hung here
+# on the CPU tail so that the test runs without a GPU: the autograd module builds and
+# registers on any machine.
+AFTER_CPU_TAIL = IMPORT + """
+import dataclasses, time, torch
+from kernels import jit
+jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
+def cpp_autograd():
+    lines = torch._C._dispatch_dump("kb14::div_sum_scale").splitlines()
+    return any(line.startswith("AutogradCUDA:") and "tail_cuda_autograd" in line for line in lines)
+kernels.div_sum_scale(torch.ones(3, 300), 2, 1.5)
+print("PENDING", sorted(jit.background_builds), "CPP_AUTOGRAD", cpp_autograd())
+"""
+POLL_UNTIL_LOADED = """
+deadline = time.monotonic() + 600
+while jit.background_builds and time.monotonic() < deadline:
+    time.sleep(0.2)
+    kernels.div_sum_scale(torch.ones(3, 300), 2, 1.5)
+print("LOADED_BY_A_LATER_CALL", cpp_autograd())
+"""
+
+
+def test_a_module_named_after_another_builds_in_the_background_and_a_later_call_loads_it(tmp_path):
+    out, err = _finish(_import_in_subprocess(tmp_path, code=AFTER_CPU_TAIL + POLL_UNTIL_LOADED), timeout=600)
+    # The first call returned before the module was built, then a later call loaded it.
+    assert "PENDING ['tail_cuda_autograd'] CPP_AUTOGRAD False" in out, out + err
+    assert "LOADED_BY_A_LATER_CALL True" in out, out + err
+    assert "in the background: first use only" in err
+
+
+def test_an_unfinished_background_build_completes_at_exit_and_then_loads_at_once(tmp_path):
+    out, err = _finish(_import_in_subprocess(tmp_path, code=AFTER_CPU_TAIL), timeout=600)
+    assert "PENDING ['tail_cuda_autograd'] CPP_AUTOGRAD False" in out, out + err
+    assert "built tail_cuda_autograd" in err  # the process waited for it before exiting
+    out, err = _finish(_import_in_subprocess(tmp_path, code=AFTER_CPU_TAIL))
+    assert "PENDING [] CPP_AUTOGRAD True" in out and "compiling" not in err, out + err
+
+
 @pytest.mark.parametrize("module,edited", [("tail_cpu", "tail_cpu.cpp"), ("tail_cuda", "tail_kernels.cuh"),
                                            ("colsum_cpu", "colsum.h"), ("colsum_cuda", "colsum.cu")])
 def test_key_follows_sources_and_headers(tmp_path, monkeypatch, module, edited):
