@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import statistics
 import sys
 import time
@@ -210,26 +209,6 @@ def speed(reps: int) -> dict:
     return out
 
 
-def variants(reps: int) -> dict:
-    """The tail with 1 (default), 2 or 4 logical threads per physical thread; flushed
-    by read, and rotating."""
-    res = {}
-    for rows, cols in ((1024, 8192), (16384, 8192), (1024, 65536)):
-        y = torch.randn(rows, cols, device="cuda")
-        inputs = rotation(y)
-        for lpp in ("1", "2", "4"):
-            os.environ["KB14_LOGICAL_PER_THREAD"] = lpp
-            try:
-                res[f"{rows}x{cols}, {lpp} per thread, flushed by read"] = summary(
-                    time_cold(lambda: div_sum_scale(y, 2, 1.5), reps))
-                res[f"{rows}x{cols}, {lpp} per thread, rotating"] = summary(
-                    time_rotating(lambda t: div_sum_scale(t, 2, 1.5), inputs))
-            finally:
-                del os.environ["KB14_LOGICAL_PER_THREAD"]
-        del inputs
-    return res
-
-
 def markdown(r: dict) -> str:
     lines = [
         "# CUDA kernel evidence",
@@ -267,9 +246,6 @@ def markdown(r: dict) -> str:
     gap = s["model_minus_matmul_us"]
     lines += ["", f"ModelNew - torch.matmul alone, median of paired differences: {gap['median_us']:.1f} us"
               f" (IQR {gap['p25_us']:.1f} to {gap['p75_us']:.1f})."]
-    if "variants" in r:
-        lines += ["", "Physical mapping of the tail (logical threads per physical thread), median:", ""]
-        lines += [f"- {k}: {v['median_us']:.2f} us" for k, v in r["variants"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -279,7 +255,6 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--shapes", type=int, default=300)
     parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--variants", action="store_true", help="also time each physical mapping")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("cuda_evidence: no CUDA GPU here", file=sys.stderr)
@@ -289,8 +264,6 @@ def main(argv=None) -> int:
     result["exact"] = exactness(args.trials, args.shapes)
     print(f"exactness done in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     result["speed"] = speed(args.reps)
-    if args.variants:
-        result["variants"] = variants(args.reps)
     write_outputs(args.out, "cuda_evidence", result, markdown(result))
     return 0
 
