@@ -12,11 +12,13 @@ on. Pairs are spread over `workers` concurrent processes; on CUDA each worker sl
 one GPU (`CUDA_VISIBLE_DEVICES`), slots sharing the visible GPUs round-robin. `shard`
 (K, N) keeps pairs K-1, K-1+N, ... of the sorted list, so that N machines (a Slurm
 array, Ray, any job runner) split a folder between them; `merge` joins their JSON files
-into the result one run would have given.
+into the result one run would have given. `keep` keeps each pair's own report (its
+JSON, its printed output and, for bench.py, its plot) in a folder.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -76,13 +78,19 @@ def shard_of(pairs: list[Pair], shard: tuple[int, int] | None) -> list[Pair]:
     return pairs[k - 1::n]
 
 
-def _command(tool: str, pair: Pair, out: Path, trials: int, extra: list[str]) -> list[str]:
+def _command(tool: str, pair: Pair, out: Path, trials: int, extra: list[str], plot: Path | None = None) -> list[str]:
     folder = Path(pair.folder)
     problem, candidate = f"{folder / pair.problem}.py:Model", f"{folder / pair.candidate}:ModelNew"
     if tool == "check":
         return [sys.executable, str(CHECK_PY), "--reference", problem, "--model", candidate, "--trials", str(trials),
                 "--json", str(out), "--quiet", *extra]
-    return [sys.executable, str(BENCH_PY), "--reference", problem, "--model", candidate, "--json", str(out), *extra]
+    return [sys.executable, str(BENCH_PY), "--reference", problem, "--model", candidate, "--json", str(out),
+            *(["--plot", str(plot)] if plot else []), *extra]
+
+
+def report_stem(pair: Pair) -> str:
+    """The file name (without suffix) of a pair's kept report."""
+    return f"{pair.problem}__{Path(pair.candidate).stem}"
 
 
 def _bench_summary(result: dict) -> dict:
@@ -116,10 +124,14 @@ def gpu_of_slot(slot: int, gpus: list[str]) -> str:
 
 
 def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int, extra: list[str],
-              tool: str = "check", gpus: list[str] | None = None) -> dict:
+              tool: str = "check", gpus: list[str] | None = None, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="kb_batch_") as tmp:
-        out = Path(tmp) / "result.json"
-        cmd = _command(tool, pair, out, trials, extra)
+        out = (keep or Path(tmp)) / (f"{report_stem(pair)}.json" if keep else "result.json")
+        out.unlink(missing_ok=True)  # a kept report of an earlier run must not stand for this one
+        # bench.py refuses --plot without matplotlib: the kept report is then JSON and text.
+        can_plot = importlib.util.find_spec("matplotlib") is not None
+        plot = keep / f"{report_stem(pair)}.png" if keep and tool == "bench" and can_plot else None
+        cmd = _command(tool, pair, out, trials, extra, plot)
         env = dict(os.environ)
         if device == "cuda":
             env["CUDA_VISIBLE_DEVICES"] = gpu_of_slot(slot, gpus or ["0"])
@@ -137,6 +149,8 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
                           message=f"no result within {timeout_s:g} s; the process was killed")
         else:
             record["returncode"] = proc.returncode
+            if keep:
+                (keep / f"{report_stem(pair)}.txt").write_text(proc.stdout + proc.stderr)
             result = json.loads(out.read_text()) if out.is_file() else None
             if result is not None and tool == "check":
                 record.update(verdict=result.get("verdict"), reason=result.get("reason"),
@@ -153,9 +167,9 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
 
 def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, timeout_s: float = 600,
               shard: tuple[int, int] | None = None, trials: int = 5, extra: list[str] | None = None,
-              progress=None, tool: str = "check") -> dict:
+              progress=None, tool: str = "check", keep: str | None = None) -> dict:
     """Check (or, with tool="bench", time) every pair of `folder` (or of its `shard`);
-    return the JSON-able result."""
+    return the JSON-able result. With `keep`, each pair's own report stays in that folder."""
     import torch
 
     if device == "auto":
@@ -163,6 +177,9 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
     if workers is None:
         workers = max(1, torch.cuda.device_count()) if device == "cuda" else max(1, (os.cpu_count() or 2) // 2)
     all_pairs = discover(folder)
+    keep_dir = Path(keep) if keep else None
+    if keep_dir:
+        keep_dir.mkdir(parents=True, exist_ok=True)
     pairs = shard_of(all_pairs, shard)
     started = time.perf_counter()
     slots = list(range(workers))
@@ -171,7 +188,7 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
 
     def work(indexed):
         i, pair = indexed
-        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [], tool, gpus)
+        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [], tool, gpus, keep_dir)
         if progress:
             progress(f"{record['problem']} / {record['candidate']}: {record['verdict']} ({record['seconds']:.1f} s)")
         return record
@@ -186,7 +203,7 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
     return {"schema": SCHEMA, "config": {"tool": tool, "folder": str(folder), "device": device, "workers": workers,
                                          "timeout_s": timeout_s, "trials": trials,
                                          "shard": f"{shard[0]}/{shard[1]}" if shard else None,
-                                         "pairs_in_folder": len(all_pairs)},
+                                         "pairs_in_folder": len(all_pairs), "kept_in": keep},
             "results": results, "seconds_total": time.perf_counter() - started}
 
 
@@ -221,6 +238,9 @@ def add_arguments(parser, tool: str, default_timeout: float) -> None:
                        help="seconds a pair may take (default %(default)s)")
     group.add_argument("--shard", metavar="K/N", help="only pairs K-1, K-1+N, ... of the sorted list")
     group.add_argument("--merge", nargs="+", metavar="JSON", help="join shards' --json files into one table")
+    what = "JSON, printed output and plot" if tool == "time" else "JSON and printed output"
+    group.add_argument("--keep", metavar="DIR", help=f"keep each pair's own report ({what}) in DIR, "
+                                                     "named PROBLEM__CANDIDATE.*")
 
 
 def main_from_args(args, *, tool: str, device: str, extra: list[str], trials: int = 5, progress=None,
@@ -233,7 +253,7 @@ def main_from_args(args, *, tool: str, device: str, extra: list[str], trials: in
         else:
             result = run_batch(args.problems, device=device, workers=args.workers, timeout_s=args.timeout,
                                shard=parse_shard(args.shard) if args.shard else None, trials=trials, extra=extra,
-                               progress=progress, tool=tool)
+                               progress=progress, tool=tool, keep=args.keep)
     except (ValueError, OSError) as exc:
         print(f"{error_prefix}{exc}", file=sys.stderr)
         return None

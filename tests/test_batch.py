@@ -1,6 +1,7 @@
 """check.py's batch mode: every pair of tests/problems/, each in its own process; a
 crashing and a hanging candidate fail alone; shards merge into the table of one run."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -93,10 +94,18 @@ def test_bench_batch_times_each_pair_and_isolates_a_crash(tmp_path, capsys):
     out = tmp_path / "bench.json"
     rc = bench.main(["--problems", str(tmp_path), "--device", "cpu", "--workers", "2", "--timeout", "120",
                      "--no-compile", "--fast-ceilings", "--kb-trials", "2", "--kb-warmup", "1", "--repeats", "2",
-                     "--json", str(out)])
+                     "--json", str(out), "--keep", str(tmp_path / "reports")])
     assert rc == 0
     r = json.loads(out.read_text())
     got = {x["candidate"]: x for x in r["results"]}
+    # Each pair's own report is kept: its bench JSON (none for the crash) and its printed output.
+    kept = {p.name for p in (tmp_path / "reports").iterdir()}
+    for stem in ("elementwise__elementwise_ok", "elementwise__elementwise_wrong", "mlp__mlp_wrong"):
+        assert {f"{stem}.json", f"{stem}.txt"} <= kept, kept
+        assert json.loads((tmp_path / "reports" / f"{stem}.json").read_text())["rows"]
+    assert "elementwise__elementwise_crash.txt" in kept and "elementwise__elementwise_crash.json" not in kept
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert "elementwise__elementwise_ok.png" in kept
     assert (got["elementwise_ok.py"]["verdict"], got["elementwise_ok.py"]["time_ms"] > 0) == ("PASS", True)
     assert (got["elementwise_wrong.py"]["verdict"], got["elementwise_wrong.py"]["reason"]) == ("FAIL", "mismatch")
     assert (got["mlp_wrong.py"]["verdict"], got["mlp_wrong.py"]["reason"]) == ("FAIL", "wrong_dtype")
