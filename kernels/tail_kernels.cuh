@@ -535,6 +535,25 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
   }
 }
 
+// The reference's quotients of the two 16-bit elements packed in one word, widened back to
+// float. One packed conversion rounds both (each lane alone, so the bits are those of two
+// single conversions): the per-element float-to-16-bit conversion, a reduced-rate
+// instruction, was what held the 16-bit lean kernel back (kernel_notes.md).
+template <typename scalar_t>
+__device__ __forceinline__ float2 quotient_pair(uint32_t packed, float inv) {
+  if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
+    const float lo = __uint_as_float(packed << 16), hi = __uint_as_float(packed & 0xffff0000u);
+    const __nv_bfloat162 q = __floats2bfloat162_rn(__fmul_rn(lo, inv), __fmul_rn(hi, inv));
+    return __bfloat1622float2(q);
+  } else {
+    __half2 h;
+    memcpy(&h, &packed, sizeof(h));
+    const float2 y = __half22float2(h);
+    const __half2 q = __floats2half2_rn(__fmul_rn(y.x, inv), __fmul_rn(y.y, inv));
+    return __half22float2(q);
+  }
+}
+
 // The quotient of one element read alone (a row's head or tail).
 template <typename scalar_t>
 __device__ __forceinline__ float lean_element_quotient(const scalar_t* p, float inv) {
@@ -647,9 +666,18 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (k + u * kStep < geo.nvec) {
+        if constexpr (sizeof(scalar_t) == 2) {
 #pragma unroll
-        for (int i = 0; i < V; ++i)
-          acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[u], i), a.inv);
+          for (int i = 0; i < V; i += 2) {
+            const float2 q = quotient_pair<scalar_t>(word(buf[u], i / 2), a.inv);
+            acc[i] = acc[i] + q.x;
+            acc[i + 1] = acc[i + 1] + q.y;
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < V; ++i)
+            acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[u], i), a.inv);
+        }
       }
     }
     k += U * kStep;
