@@ -110,6 +110,33 @@ def test_layouts():
         _assert_same(*_pair(y), name)
 
 
+def _16bit_across_the_exponent_range(dtype, rows, cols, seed):
+    """Finite values whose exponents sweep the type's whole range row by row: rows of
+    subnormals, of the largest values, and everything between, both signs."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    exponent_bits = 5 if dtype == torch.float16 else 8
+    mantissa_bits = 15 - exponent_bits
+    top = (1 << exponent_bits) - 2  # the largest finite exponent field
+    band = (torch.arange(rows, device="cuda") * (top + 1) // rows).unsqueeze(1)
+    exponent = (band + torch.randint(-1, 2, (rows, cols), device="cuda", generator=gen)).clamp(0, top)
+    mantissa = torch.randint(0, 1 << mantissa_bits, (rows, cols), device="cuda", generator=gen)
+    sign = torch.randint(0, 2, (rows, cols), device="cuda", generator=gen)
+    bits = (sign << 15) | (exponent << mantissa_bits) | mantissa
+    return bits.to(torch.int32).to(torch.int16).view(dtype)  # int16 keeps the low 16 bits
+
+
+# Powers of two inside the packed multiply's range (packed_quotient_exact), at its edges
+# and outside it, and divisors that are not powers of two.
+@pytest.mark.parametrize("divisor", [2, 0.5, 4096, 2**-14, 2**-15, 2**14, 2**15, 2**16, 2**-20, 3, 1e-3, -2])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16bit_quotients_across_the_exponent_range(dtype, divisor):
+    y = _16bit_across_the_exponent_range(dtype, 96, 8192, seed=7)
+    views = {"block per row": y, "warp per row": y.view(768, 1024), "rows of 8191": y[:, 1:].contiguous(),
+             "misaligned slice": y[:, 1:]}
+    for name, view in views.items():
+        _assert_same(*_pair(view, divisor, 1.5), f"{dtype} divisor {divisor}, {name}")
+
+
 def test_nan_inf_propagate():
     y = torch.randn(64, 5000, device="cuda")
     y[3, 17] = float("nan")
