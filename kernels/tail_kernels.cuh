@@ -537,44 +537,18 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
   }
 }
 
-// The reference's quotients of the two 16-bit elements packed in one word, widened back to
-// float. One packed conversion rounds both (each lane alone, so the bits are those of two
-// single conversions): the per-element float-to-16-bit conversion, a reduced-rate
-// instruction, was what held the 16-bit lean kernel back (kernel_notes.md).
-template <typename scalar_t>
-__device__ __forceinline__ float2 quotient_pair(uint32_t packed, float inv) {
-  if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
-    const float lo = __uint_as_float(packed << 16), hi = __uint_as_float(packed & 0xffff0000u);
-    const __nv_bfloat162 q = __floats2bfloat162_rn(__fmul_rn(lo, inv), __fmul_rn(hi, inv));
-    return __bfloat1622float2(q);
-  } else {
-    __half2 h;
-    memcpy(&h, &packed, sizeof(h));
-    const float2 y = __half22float2(h);
-    const __half2 q = __floats2half2_rn(__fmul_rn(y.x, inv), __fmul_rn(y.y, inv));
-    return __half22float2(q);
-  }
-}
-
-// The same two quotients when 1 / divisor is a power of two the 16-bit type holds
-// (packed_quotient_exact): one packed 16-bit multiply, whose single rounding gives the
-// reference's bits. The reference rounds y * inv twice, to float then to the 16-bit type,
-// but for such an inv the float product is exact (an exponent shift of y that stays
-// within float's range), so only its second rounding acts, and it is the one the packed
-// multiply does. Three instructions fewer per pair than quotient_pair.
-template <typename scalar_t>
+// The reference's quotients of the two halves packed in one word, widened back to float,
+// when 1 / divisor is a power of two that half holds (packed_quotient_exact): one packed
+// half multiply instead of two float multiplies and two roundings to half. The same bits:
+// the reference rounds y * inv to float, then to half, but for such an inv the float
+// product is exact (an exponent shift of y within float's range), so only the rounding
+// to half acts, and the packed multiply rounds once, the same way. Half only: the
+// bfloat16 twin was not verified on a GPU (kernel_notes.md).
 __device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, uint32_t inv_pair) {
-  if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
-    __nv_bfloat162 y, inv;
-    memcpy(&y, &packed, sizeof(y));
-    memcpy(&inv, &inv_pair, sizeof(inv));
-    return __bfloat1622float2(__hmul2_rn(y, inv));
-  } else {
-    __half2 y, inv;
-    memcpy(&y, &packed, sizeof(y));
-    memcpy(&inv, &inv_pair, sizeof(inv));
-    return __half22float2(__hmul2_rn(y, inv));
-  }
+  __half2 y, inv;
+  memcpy(&y, &packed, sizeof(y));
+  memcpy(&inv, &inv_pair, sizeof(inv));
+  return __half22float2(__hmul2_rn(y, inv));
 }
 
 template <typename scalar_t>
@@ -586,9 +560,8 @@ __device__ __forceinline__ uint32_t round_to_bits(float v) {
 }
 
 // Whether packed_quotient_pair reproduces the reference for this 1 / divisor: a power
-// of two 2^k, -14 <= k <= 15, exact in half and bfloat16, with y * 2^k exact in float
-// for every finite 16-bit y (bfloat16's smallest step, 2^-133, times 2^-14 is within
-// float's subnormals).
+// of two 2^k, -14 <= k <= 15, a normal half, with y * 2^k exact in float for every
+// finite half y.
 inline bool packed_quotient_exact(float inv) {
   int exponent = 0;
   const float mantissa = std::frexp(std::fabs(inv), &exponent);  // inv = mantissa * 2^exponent
@@ -695,7 +668,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   lean_load<U, kStep, kLoad>(buf, row, t, geo.nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
 
-  // inv as a 16-bit pair, for the packed multiply (exact there: packed_quotient_exact).
+  // inv as a pair of halves, for the packed multiply (exact there: packed_quotient_exact).
   uint32_t inv_pair = 0;
   if constexpr (kPackedMul) {
     const uint32_t bits = round_to_bits<scalar_t>(a.inv);
@@ -714,11 +687,10 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (k + u * kStep < geo.nvec) {
-        if constexpr (sizeof(scalar_t) == 2) {
+        if constexpr (kPackedMul) {
 #pragma unroll
           for (int i = 0; i < V; i += 2) {
-            const float2 q = kPackedMul ? packed_quotient_pair<scalar_t>(word(buf[u], i / 2), inv_pair)
-                                        : quotient_pair<scalar_t>(word(buf[u], i / 2), a.inv);
+            const float2 q = packed_quotient_pair(word(buf[u], i / 2), inv_pair);
             acc[i] = acc[i] + q.x;
             acc[i + 1] = acc[i + 1] + q.y;
           }
@@ -819,7 +791,7 @@ constexpr int kProgrammaticBuild = -1;
 
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
-  if constexpr (sizeof(scalar_t) == 2) {
+  if constexpr (std::is_same_v<scalar_t, __half>) {
     if (packed_quotient_exact(a.inv)) {
       return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, true>,
                                  dim3(grid), dim3(kLeanBlock), 0, stream, kPdl, a);
