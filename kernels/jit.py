@@ -168,6 +168,33 @@ def torch_order() -> int:
     return major * 100 + minor
 
 
+# Host-compiler flags of every module. fp-contract off: a fused multiply-add would round
+# differently from the reference. -fopenmp: the CPU kernels split rows across OpenMP
+# threads as torch does.
+HOST_FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fopenmp")
+
+
+def nvcc_flags(arch: str, torch_version: int | None = None) -> list[str]:
+    """nvcc's flags for a module's CUDA unit on GPU architecture `arch` ("90" for sm_90).
+
+    The reduction order to reproduce depends on the torch release (tail_kernels.cuh;
+    default: the installed one); the architecture is given as an -gencode flag (torch
+    then adds none of its own); programmatic launches exist from sm_90, and only the
+    kernels of the launch kind this architecture takes are compiled."""
+    version = torch_order() if torch_version is None else torch_version
+    return ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={version}",
+            f"-DKB14_PROGRAMMATIC_LAUNCH={int(int(arch) >= 90)}", f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+
+
+def torch_cxx_standard() -> str:
+    """The C++ standard the installed torch's headers need (2.14's: C++20; older: C++17),
+    for compiling against them outside load_inline, which picks it itself."""
+    from torch.utils.cpp_extension import include_paths
+
+    aten_h = next(Path(p) / "ATen" / "ATen.h" for p in include_paths() if (Path(p) / "ATen" / "ATen.h").exists())
+    return "-std=c++20" if "C++20" in aten_h.read_text() else "-std=c++17"
+
+
 @dataclass(frozen=True)
 class JitSpec:
     """One module, as built on this machine."""
@@ -181,22 +208,13 @@ class JitSpec:
     @classmethod
     def for_this_machine(cls, name: str) -> "JitSpec":
         module = MODULES[name]
-        # fp-contract off: a fused multiply-add would round differently from the reference.
-        # -fopenmp: the CPU kernels split rows across OpenMP threads as torch does.
-        cflags = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fopenmp"]
         cuda_cflags: list[str] = []
         if module.cuda:
-            # The reduction order to reproduce depends on the torch release (tail_kernels.cuh);
-            # the architecture is this GPU's (an -gencode flag: torch then adds none of its own).
-            # Programmatic launches exist from sm_90: only the kernels this GPU launches are built.
-            arch = _cuda_arch()
-            cuda_cflags = ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={torch_order()}",
-                           f"-DKB14_PROGRAMMATIC_LAUNCH={int(int(arch) >= 90)}",
-                           f"-gencode=arch=compute_{arch},code=sm_{arch}"]
+            cuda_cflags = nvcc_flags(_cuda_arch())
             if verbose():
                 cuda_cflags += ["-lineinfo", "-Xptxas=-v"]
         # (The C++ standard is left to torch: 2.14's headers need C++20, older ones C++17.)
-        return cls(name, module, tuple(cflags), tuple(cuda_cflags), tuple(link_flags()))
+        return cls(name, module, HOST_FLAGS, tuple(cuda_cflags), tuple(link_flags()))
 
     def files(self) -> tuple[str, ...]:
         return self.module.cpp + self.module.cuda + self.module.headers

@@ -50,8 +50,7 @@ def main() -> int:
 
     cxx = os.environ.get("CXX", "c++")
     nvcc = shutil.which("nvcc")
-    aten_h = next(Path(p) / "ATen" / "ATen.h" for p in include_paths() if (Path(p) / "ATen" / "ATen.h").exists())
-    std = "-std=c++20" if "C++20" in aten_h.read_text() else "-std=c++17"
+    std = jit.torch_cxx_standard()
     includes = [f"-I{p}" for p in include_paths()] + [f"-I{jit.SOURCE_DIR}"]
     result = {"torch": torch.__version__, "cpus": os.cpu_count(), "machine": platform.machine(),
               "compiler": subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0],
@@ -67,7 +66,7 @@ def main() -> int:
             src.write_text(f"#include <{header}>\n")
             result["headers_syntax_only_s"][header] = timed([cxx, std, "-O3", "-fsyntax-only", *includes, str(src)])
             print(f"{header:45s} {result['headers_syntax_only_s'][header]:6.2f} s", flush=True)
-        host = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-fopenmp", "-fPIC"]
+        host = [*jit.HOST_FLAGS, "-fPIC"]
         for name, module in jit.MODULES.items():
             for source in module.cpp:
                 if module.cuda:
@@ -80,8 +79,7 @@ def main() -> int:
             for source in module.cuda:
                 if nvcc is None:
                     continue
-                cmd = [nvcc, "-c", std, "-O3", "--fmad=false", "-gencode=arch=compute_90,code=sm_90",
-                       f"-DKB14_TORCH_VERSION={jit.torch_order()}", *includes, str(jit.SOURCE_DIR / source),
+                cmd = [nvcc, "-c", std, *jit.nvcc_flags("90"), *includes, str(jit.SOURCE_DIR / source),
                        "-o", str(tmp / "u.o")]
                 result["units_s"][f"{name}: {source}"] = timed(cmd)
         for unit, seconds in result["units_s"].items():

@@ -27,6 +27,7 @@ import triton.testing
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from harness import timing  # noqa: E402
+from kernels.jit import torch_order  # noqa: E402
 
 VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pdl", 6: "library",
             9: "empty_kernel", 10: "unordered_read", 13: "unordered_read_ef", 14: "bulk_rows",
@@ -59,12 +60,6 @@ def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
                                ctypes.c_double, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                ctypes.c_void_p, ctypes.c_void_p]
     return lib
-
-
-def torch_version_code() -> int:
-    """major * 100 + minor of the installed torch: which reduction order to build."""
-    major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
-    return major * 100 + minor
 
 
 def variant_fn(lib, variant: int, dtype_code: int, props, partials, grid_cap: int = 0):
@@ -119,7 +114,7 @@ def main() -> int:
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    lib = build(out_dir, torch_version_code())
+    lib = build(out_dir, torch_order())
     dev = torch.device("cuda")
     prop = torch.cuda.get_device_properties(dev)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)

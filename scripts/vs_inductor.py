@@ -105,7 +105,7 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
 
 def ncu_target() -> None:
     """What `--ncu` profiles: each candidate three times in a cudaProfilerStart/Stop range."""
-    lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), tail_variants.torch_version_code())
+    lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), tail_variants.torch_order())
     prop = torch.cuda.get_device_properties(0)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
     partials = torch.empty(1 << 20, device="cuda")

@@ -5,7 +5,6 @@ headers; the host units of the CUDA modules compile. Skips when nvcc is not inst
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from torch.utils.cpp_extension import include_paths
@@ -22,17 +21,10 @@ NVCC = shutil.which("nvcc")
     ids=["fused_reduce-order-2.4-2.9", "fused_reduce-order-2.10+", "colsum"],
 )
 def test_sm90_build_has_no_spills(tmp_path, source, torch_version):
-    includes = [f"-I{p}" for p in include_paths()]
-    # The CPU wheel ships the c10/cuda headers but not this generated one.
-    shim = tmp_path / "c10" / "cuda" / "impl"
-    shim.mkdir(parents=True)
-    (shim / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    aten_h = next(Path(p) / "ATen" / "ATen.h" for p in include_paths() if (Path(p) / "ATen" / "ATen.h").exists())
-    std = "-std=c++20" if "C++20" in aten_h.read_text() else "-std=c++17"  # torch 2.14 needs C++20
+    # Both launch kinds of the lean kernel (no KB14_PROGRAMMATIC_LAUNCH), as comparison builds have them.
     cmd = [NVCC, "-c", str(jit.SOURCE_DIR / source), "-o", str(tmp_path / "k.o"),
-           "-gencode=arch=compute_90,code=sm_90", std, "-O3", "--fmad=false",
-           "-Xptxas=-v", f"-DKB14_TORCH_VERSION={torch_version}", f"-I{jit.SOURCE_DIR}", *includes,
-           f"-I{tmp_path}"]
+           "-gencode=arch=compute_90,code=sm_90", "-O3", "--fmad=false",
+           "-Xptxas=-v", f"-DKB14_TORCH_VERSION={torch_version}", *_torch_compile_flags(tmp_path)]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     report = result.stdout + result.stderr
     assert result.returncode == 0, report[-3000:]
@@ -63,9 +55,7 @@ def _torch_compile_flags(tmp_path):
     shim = tmp_path / "c10" / "cuda" / "impl"
     shim.mkdir(parents=True, exist_ok=True)
     (shim / "cuda_cmake_macros.h").write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
-    aten_h = next(Path(p) / "ATen" / "ATen.h" for p in include_paths() if (Path(p) / "ATen" / "ATen.h").exists())
-    std = "-std=c++20" if "C++20" in aten_h.read_text() else "-std=c++17"
-    return [std, *(f"-I{p}" for p in include_paths()), f"-I{tmp_path}", f"-I{jit.SOURCE_DIR}"]
+    return [jit.torch_cxx_standard(), *(f"-I{p}" for p in include_paths()), f"-I{tmp_path}", f"-I{jit.SOURCE_DIR}"]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
@@ -73,10 +63,10 @@ def _torch_compile_flags(tmp_path):
 def test_cuda_launcher_builds_without_torch_headers(tmp_path, arch, programmatic):
     # fused_reduce.cu (the tail_cuda module's nvcc unit) includes nothing of torch; built as
     # kernels/jit.py builds it, with only the lean kernels that architecture launches.
-    cmd = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o", str(tmp_path / "l.o"),
-           f"-gencode=arch=compute_{arch},code=sm_{arch}", "-std=c++17", "-O3", "--fmad=false", "-Xptxas=-v",
-           f"-DKB14_TORCH_VERSION={jit.torch_order()}", f"-DKB14_PROGRAMMATIC_LAUNCH={programmatic}",
-           f"-I{jit.SOURCE_DIR}"]
+    flags = jit.nvcc_flags(arch)
+    assert f"-DKB14_PROGRAMMATIC_LAUNCH={programmatic}" in flags
+    cmd = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o", str(tmp_path / "l.o"), "-std=c++17",
+           "-Xptxas=-v", *flags, f"-I{jit.SOURCE_DIR}"]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     report = result.stdout + result.stderr
     assert result.returncode == 0, report[-3000:]
