@@ -25,7 +25,7 @@ import torch
 
 from kernels import schema
 from kernels.ops import FLOAT_DTYPES, as_number
-from kernels.tail_cpu import dtype_name, layout_name, shape_text
+from kernels.error_messages import dtype_name, layout_name, shape_text
 
 COLSUM = torch.ops.kb14.colsum.default
 MATVEC = torch.ops.kb14.colsum_matvec.default

@@ -16,32 +16,10 @@ import ctypes
 import torch
 
 from kernels import jit
+from kernels.error_messages import dtype_name, layout_name, shape_text
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 DTYPE_CODE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3}
-
-# c10's names, as the C++ checks print them (c10::toString(ScalarType)).
-C10_NAMES = {
-    torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short", torch.int32: "Int", torch.int64: "Long",
-    torch.bool: "Bool", torch.complex32: "ComplexHalf", torch.complex64: "ComplexFloat",
-    torch.complex128: "ComplexDouble", torch.float16: "Half", torch.float32: "Float", torch.float64: "Double",
-    torch.bfloat16: "BFloat16",
-}
-LAYOUT_NAMES = {torch.sparse_coo: "Sparse", torch.sparse_csr: "SparseCsr", torch.sparse_csc: "SparseCsc",
-                torch.sparse_bsr: "SparseBsr", torch.sparse_bsc: "SparseBsc", torch._mkldnn: "Mkldnn"}
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return C10_NAMES.get(dtype, str(dtype).removeprefix("torch."))
-
-
-def layout_name(layout: torch.layout) -> str:
-    return LAYOUT_NAMES.get(layout, str(layout))
-
-
-def shape_text(t: torch.Tensor) -> str:
-    return "[" + ", ".join(str(n) for n in t.shape) + "]"
-
 
 def check_inputs(y: torch.Tensor, *_) -> None:
     """The op's preconditions, with the messages (and exception types) of the CUDA op's C++ checks."""
