@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from harness.compare import SWEEP_TOLS, compare_outputs, oracle_error, oracle_output, pass_at
+from harness.compare import SWEEP_TOLS, changed_inputs, compare_outputs, oracle_error, oracle_output, pass_at
 from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
 from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS, clone,
@@ -241,13 +241,7 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     # Input mutation: compare the candidate's copy with the pristine one. KernelBench
     # would not notice (it hands both models the same tensors), but a kernel that
     # writes into its input is a bug waiting for a caller that reuses it.
-    changed = []
-    for k, (mine, orig) in enumerate(zip(new_inputs, pristine)):
-        if isinstance(orig, torch.Tensor) and not (
-            isinstance(mine, torch.Tensor) and mine.shape == orig.shape and torch.equal(mine, orig)
-        ):
-            n = int((mine != orig).sum().item()) if mine.shape == orig.shape else orig.numel()
-            changed.append({"input": k, "n_changed": n, "n_elements": orig.numel()})
+    changed = changed_inputs(pristine, new_inputs)
     if changed:
         rec["reasons"].append("mutated_input")
         rec["mutation"] = changed

@@ -60,6 +60,23 @@ def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: flo
     }
 
 
+def changed_inputs(before: list, after: list) -> list[dict]:
+    """The tensor inputs a call changed: {"input": k, "n_changed", "n_elements"} for each.
+    `before` holds pristine copies, `after` what the call was given. A NaN that stays in
+    its place is unchanged; a tensor of another shape or dtype counts every element."""
+    changed = []
+    for k, (orig, now) in enumerate(zip(before, after)):
+        if not isinstance(orig, torch.Tensor) or (isinstance(now, torch.Tensor) and torch.equal(now, orig)):
+            continue
+        if isinstance(now, torch.Tensor) and now.shape == orig.shape and now.dtype == orig.dtype:
+            n = int((~((now == orig) | (now.isnan() & orig.isnan()))).sum().item())
+        else:
+            n = orig.numel()
+        if n:
+            changed.append({"input": k, "n_changed": n, "n_elements": orig.numel()})
+    return changed
+
+
 def pass_at(ref: torch.Tensor, new: torch.Tensor, tol: float) -> bool:
     return bool(torch.allclose(ref, new, atol=tol, rtol=tol))
 

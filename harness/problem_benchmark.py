@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import torch
 
-from harness.compare import compare_outputs
+from harness.compare import changed_inputs, compare_outputs
 from harness.machine import elapsed_s, log, machine_info, measure_ceilings
 from harness.problem import CheckError, describe, error_info, load_class, problem_overrides, problem_values
 from harness.protocol import KERNELBENCH_SEED, KERNELBENCH_TOL, set_seed, to_device
@@ -64,10 +64,6 @@ def _check(out: Any, ref: torch.Tensor, tol: float) -> dict:
             "reason": None if cmp["allclose"] else f"{cmp['n_fail']} of {cmp['n_elements']} elements outside {tol:g}"}
 
 
-def _same_with_nans(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a.isnan() & b.isnan())).all())
-
-
 def _row(name: str, fn, inputs: list, ref_out, backend: Backend, args, tol: float) -> dict:
     row: dict[str, Any] = {"name": name, "error": None, "check": None}
     # Each row gets its own copy: a candidate that writes into its inputs must not change
@@ -79,8 +75,7 @@ def _row(name: str, fn, inputs: list, ref_out, backend: Backend, args, tol: floa
             out = fn(*inputs)
             backend.sync()
             row["check"] = _check(out, ref_out, tol)
-            changed = [i for i, (x, x0) in enumerate(zip(inputs, originals))
-                       if isinstance(x, torch.Tensor) and not torch.equal(x, x0) and not _same_with_nans(x, x0)]
+            changed = [c["input"] for c in changed_inputs(originals, inputs)]
             if changed and row["check"]["ok"]:
                 row["check"] = {**row["check"], "ok": False, "kind": "mutated_input",
                                 "reason": f"the call changed its input(s) {changed}: the reference's never change"}

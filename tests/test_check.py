@@ -143,6 +143,17 @@ def test_mutated_input():
     assert r["trials"][0]["mutation"][0]["n_changed"] == TINY["batch"] * TINY["input_size"]
 
 
+def test_changed_inputs_counts_values_not_nans_left_in_place():
+    from harness.compare import changed_inputs
+
+    x = torch.tensor([1.0, float("nan"), 3.0])
+    pristine = [x.clone(), 7, torch.ones(2)]
+    assert changed_inputs(pristine, [x, 7, torch.ones(2)]) == []  # a NaN that stays put is no change
+    x[0], x[1] = -1.0, 2.0  # one value changed, one NaN overwritten
+    assert changed_inputs(pristine, [x, 7, torch.ones(3)]) == [
+        {"input": 0, "n_changed": 2, "n_elements": 3}, {"input": 2, "n_changed": 2, "n_elements": 2}]
+
+
 def test_cached_output():
     r = run("CachesOutput")
     assert r["reason"] == "stale_output"
