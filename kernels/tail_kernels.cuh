@@ -537,18 +537,26 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
   }
 }
 
-// The reference's quotients of the two halves packed in one word, widened back to float,
-// when 1 / divisor is a power of two that half holds (packed_quotient_exact): one packed
-// half multiply instead of two float multiplies and two roundings to half. The same bits:
-// the reference rounds y * inv to float, then to half, but for such an inv the float
-// product is exact (an exponent shift of y within float's range), so only the rounding
-// to half acts, and the packed multiply rounds once, the same way. Half only: the
-// bfloat16 twin was not verified on a GPU (kernel_notes.md).
+// The reference's quotients of the two 16-bit elements packed in one word, widened back
+// to float, when 1 / divisor is a power of two for which packed_quotient_exact holds: one
+// packed multiply instead of two float multiplies and two roundings to 16 bits. The same
+// bits: the reference rounds y * inv to float, then to 16 bits, but for such an inv the
+// float product is exact (an exponent shift of y within float's range), so only the
+// rounding to 16 bits acts, and the packed multiply (mul.rn.{f16,bf16}x2, subnormals kept)
+// rounds once, the same way.
+template <typename scalar_t>
 __device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, uint32_t inv_pair) {
-  __half2 y, inv;
-  memcpy(&y, &packed, sizeof(y));
-  memcpy(&inv, &inv_pair, sizeof(inv));
-  return __half22float2(__hmul2_rn(y, inv));
+  if constexpr (std::is_same_v<scalar_t, __half>) {
+    __half2 y, inv;
+    memcpy(&y, &packed, sizeof(y));
+    memcpy(&inv, &inv_pair, sizeof(inv));
+    return __half22float2(__hmul2_rn(y, inv));
+  } else {
+    __nv_bfloat162 y, inv;
+    memcpy(&y, &packed, sizeof(y));
+    memcpy(&inv, &inv_pair, sizeof(inv));
+    return __bfloat1622float2(__hmul2_rn(y, inv));
+  }
 }
 
 template <typename scalar_t>
@@ -559,13 +567,18 @@ __device__ __forceinline__ uint32_t round_to_bits(float v) {
   return bits;
 }
 
-// Whether packed_quotient_pair reproduces the reference for this 1 / divisor: a power
-// of two 2^k, -14 <= k <= 15, a normal half, with y * 2^k exact in float for every
-// finite half y.
+// Whether packed_quotient_pair reproduces the reference for this 1 / divisor: a power of
+// two 2^k that the type holds as a normal number, with y * 2^k exact in float for every
+// finite y of the type. Half: -14 <= k <= 15 (half's normal exponents; y * 2^k stays
+// within float's). Bfloat16: -16 <= k <= 127 (its smallest step, 2^-133, times 2^k must
+// not fall below float's, 2^-149; a product past float's largest is infinite both ways).
+template <typename scalar_t>
 inline bool packed_quotient_exact(float inv) {
+  constexpr bool kHalf = std::is_same_v<scalar_t, __half>;
+  constexpr int kLowest = kHalf ? -14 : -16, kHighest = kHalf ? 15 : 127;
   int exponent = 0;
   const float mantissa = std::frexp(std::fabs(inv), &exponent);  // inv = mantissa * 2^exponent
-  return mantissa == 0.5f && exponent - 1 >= -14 && exponent - 1 <= 15;
+  return mantissa == 0.5f && exponent - 1 >= kLowest && exponent - 1 <= kHighest;
 }
 
 // The quotient of one element read alone (a row's head or tail).
@@ -668,7 +681,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   lean_load<U, kStep, kLoad>(buf, row, t, geo.nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
 
-  // inv as a pair of halves, for the packed multiply (exact there: packed_quotient_exact).
+  // inv twice in the type's 16 bits, for the packed multiply (exact there: packed_quotient_exact).
   uint32_t inv_pair = 0;
   if constexpr (kPackedMul) {
     const uint32_t bits = round_to_bits<scalar_t>(a.inv);
@@ -690,7 +703,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
         if constexpr (kPackedMul) {
 #pragma unroll
           for (int i = 0; i < V; i += 2) {
-            const float2 q = packed_quotient_pair(word(buf[u], i / 2), inv_pair);
+            const float2 q = packed_quotient_pair<scalar_t>(word(buf[u], i / 2), inv_pair);
             acc[i] = acc[i] + q.x;
             acc[i + 1] = acc[i + 1] + q.y;
           }
@@ -791,8 +804,8 @@ constexpr int kProgrammaticBuild = -1;
 
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
-  if constexpr (std::is_same_v<scalar_t, __half>) {
-    if (packed_quotient_exact(a.inv)) {
+  if constexpr (sizeof(scalar_t) == 2) {
+    if (packed_quotient_exact<scalar_t>(a.inv)) {
       return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, true>,
                                  dim3(grid), dim3(kLeanBlock), 0, stream, kPdl, a);
     }

@@ -125,9 +125,11 @@ def _16bit_across_the_exponent_range(dtype, rows, cols, seed):
     return bits.to(torch.int32).to(torch.int16).view(dtype)  # int16 keeps the low 16 bits
 
 
-# Powers of two inside the packed multiply's range (packed_quotient_exact), at its edges
-# and outside it, and divisors that are not powers of two.
-@pytest.mark.parametrize("divisor", [2, 0.5, 4096, 2**-14, 2**-15, 2**14, 2**15, 2**16, 2**-20, 3, 1e-3, -2])
+# Powers of two inside the packed multiply's range (packed_quotient_exact: 1 / divisor
+# = 2^k, half -14 <= k <= 15, bfloat16 -16 <= k <= 127), at its edges and outside it
+# (2^-100 overflows most rows of bfloat16 quotients), and divisors that are not powers of two.
+@pytest.mark.parametrize("divisor", [2, 0.5, 4096, 2**-14, 2**-15, 2**14, 2**15, 2**16, 2**17, 2**-20, 2**-100, 3,
+                                     1e-3, -2])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_16bit_quotients_across_the_exponent_range(dtype, divisor):
     y = _16bit_across_the_exponent_range(dtype, 96, 8192, seed=7)

@@ -1,0 +1,132 @@
+"""The column-sum path's matrix-vector product against its variants, the tail, torch.mv
+and Inductor's compiled `x @ colsum`, in one process (KernelBench size, fp32).
+
+Builds scripts/matvec_variants.cu with nvcc, checks each exact variant's bits against the
+library's `kb14::colsum_matvec` (variants that add in another order are expected to
+differ in the last bits; their largest relative error against an fp64 matvec is
+printed), and times everything with tail_variants' four methods. Probes (no column-sum
+reads; fp32 arithmetic) are not products the library could return: they show what
+each part of the work costs. `--ncu` runs each once for Nsight Compute instead.
+Exploratory (findings in results/kernel_notes.md).
+
+    python scripts/matvec_variants.py --out DIR [--ncu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "scripts")]
+from harness import timing  # noqa: E402
+import kernels  # noqa: E402
+from kernels.colsum_ops import colsum_matvec  # noqa: E402
+from tail_variants import read_ceiling_gbps, time_methods  # noqa: E402
+
+VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U2", 4: "128x16 U2",
+            5: "256x4 U4", 6: "1024x2 U2", 10: "probe: no colsum", 11: "probe: fp32 256x8", 12: "probe: fp32 512x4"}
+PROBES = (10, 11, 12)
+SCALE = 0.75
+
+
+def build(out_dir: Path) -> ctypes.CDLL:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    major, minor = torch.cuda.get_device_capability()
+    so = out_dir / "matvec_variants.so"
+    cmd = ["nvcc", "-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}", "-shared", "-Xcompiler",
+           "-fPIC", "-Xptxas=-v", f"-I{REPO / 'kernels'}", "-o", str(so), str(REPO / "scripts" / "matvec_variants.cu")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    (out_dir / "matvec_ptxas.txt").write_text(proc.stdout + proc.stderr)
+    if proc.returncode:
+        raise SystemExit(proc.stderr[-3000:])
+    lib = ctypes.CDLL(str(so))
+    lib.kb14x_matvec.restype = ctypes.c_int
+    lib.kb14x_matvec.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int,
+                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double, ctypes.c_int,
+                                 ctypes.c_void_p]
+    return lib
+
+
+def variant_fn(lib, variant: int, c: torch.Tensor, c32: torch.Tensor, programmatic: bool):
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty((x.shape[0], 1), dtype=x.dtype, device=x.device)
+        err = lib.kb14x_matvec(variant, x.data_ptr(), x.shape[0], x.stride(0), x.shape[1] // 4, c.data_ptr(),
+                               c32.data_ptr(), out.data_ptr(), SCALE, int(programmatic),
+                               torch.cuda.current_stream().cuda_stream)
+        if err:
+            raise RuntimeError(f"variant {VARIANTS[variant]}: error {err}")
+        return out
+
+    return fn
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="/tmp/matvec_variants")
+    parser.add_argument("--ncu", action="store_true")
+    parser.add_argument("--rows", type=int, nargs="*", default=[1024, 4096])
+    args = parser.parse_args()
+    out_dir = Path(args.out)
+    lib = build(out_dir)
+    dev = torch.device("cuda")
+    backend = timing.make_backend(dev)
+    l2 = timing.l2_cache_bytes(dev)
+    programmatic = torch.cuda.get_device_capability()[0] >= 9
+    torch._dynamo.config.cache_size_limit = 64
+    if not args.ncu:
+        print(f"read ceiling: {read_ceiling_gbps(dev, backend):.0f} GB/s ({torch.cuda.get_device_name(dev)}, "
+              f"torch {torch.__version__})", flush=True)
+    rows_out = []
+    for rows in args.rows:
+        torch.manual_seed(0)
+        x = torch.rand(rows, 8192, device=dev)
+        c = torch.randn(8192, device=dev, dtype=torch.float64) * 90
+        c32 = c.float()
+        compiled = torch.compile(lambda t: (t @ c32 * SCALE).unsqueeze(1), dynamic=False)
+        fns = {"library kb14::colsum_matvec": lambda t: colsum_matvec(t, c, SCALE),
+               "tail (same bytes)": lambda t: kernels.div_sum_scale(t, 2, 1.5),
+               "torch.mv": lambda t: torch.mv(t, c32), "inductor x @ colsum": compiled}
+        fns.update({f"v{v} {name}": variant_fn(lib, v, c, c32, programmatic) for v, name in VARIANTS.items()})
+        exact = (x.double() @ c * SCALE).unsqueeze(1)
+        library = fns["library kb14::colsum_matvec"](x)
+        notes = {}
+        for name, fn in fns.items():
+            got = fn(x)
+            got = fn(x)
+            if name.startswith("tail") or any(name.startswith(f"v{p} ") for p in PROBES):
+                notes[name] = "probe" if name.startswith("v") else "not a matvec"
+                continue
+            rel = ((got.double() - exact).abs() / exact.abs().clamp_min(1e-30)).max().item()
+            notes[name] = f"bits==library {torch.equal(got, library)}, max rel err {rel:.1e}"
+        torch.cuda.synchronize()
+        if args.ncu:
+            torch.cuda.profiler.start()
+            for fn in fns.values():
+                fn(x)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            print("ncu order:", list(fns), flush=True)
+            continue
+        copies = timing.rotating_copies(x, l2, cap=64)
+        for name, fn in fns.items():
+            t = time_methods(fn, x, copies, backend, budget_s=0.3)
+            rows_out.append({"shape": [rows, 8192], "fn": name, "note": notes[name], **t})
+            print(f"{rows}x8192 {name:30s} kb {t['kernelbench']:7.2f}  db {t['do_bench']:7.2f}  "
+                  f"rf {t['read_flush']:7.2f}  rot {t['rotating']:7.2f}  {notes[name]}", flush=True)
+        del copies
+    if not args.ncu:
+        (out_dir / "matvec_variants.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(dev),
+                                                                  "torch": torch.__version__, "rows": rows_out},
+                                                                 indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
