@@ -40,6 +40,9 @@ struct ReleaseOrder {
   bool vectorize_from_128_inclusive;
   // input_vec_size for 2-byte types: 8 where sum_functor asks for it, else vt0 = 4.
   bool wide_vectors_for_16bit;
+  // div_true_kernel_cuda's reciprocal of a CPU-scalar divisor: 1 / divisor in double,
+  // rounded once to the op math type (2.10+: pytorch#169507), or op_t(1) / op_t(divisor).
+  bool reciprocal_in_double;
 };
 
 constexpr ReleaseOrder kOrder{
@@ -47,6 +50,7 @@ constexpr ReleaseOrder kOrder{
     /*shuffle_descending=*/KB14_TORCH_VERSION >= 210,
     /*vectorize_from_128_inclusive=*/KB14_TORCH_VERSION >= 210,
     /*wide_vectors_for_16bit=*/KB14_TORCH_VERSION >= 210,
+    /*reciprocal_in_double=*/KB14_TORCH_VERSION >= 210,
 };
 
 // input_vec_size (and the alignment unit) of the vectorised path for a type.
@@ -875,8 +879,8 @@ Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride
   a.step = p.step;
   a.ctas = p.ctas;
   a.by_logical = p.split_y ? p.by : 1;
-  // The reference computes 1 / divisor on the host in the op math type.
-  a.inv = op_t(1) / static_cast<op_t>(divisor);
+  // The reference's reciprocal, taken on the host (kOrder.reciprocal_in_double).
+  a.inv = kOrder.reciprocal_in_double ? static_cast<op_t>(1.0 / divisor) : op_t(1) / static_cast<op_t>(divisor);
   a.scale = static_cast<op_t>(scale);
   return a;
 }

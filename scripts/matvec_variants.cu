@@ -33,60 +33,80 @@ __device__ __forceinline__ double block_sum(double v) {
   return v;
 }
 
-template <int kThreads, int kBlocksPerSm, int U, int kMode>
+// Block b owns rows b * R .. b * R + R - 1; thread t reads vectors t, t + kThreads, ... of
+// each, U per row in flight, and each column-sum value it loads serves all R rows.
+template <int kThreads, int kBlocksPerSm, int R, int U, int kMode>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     matvec_kernel(const float* __restrict__ x, const double* __restrict__ c, const float* __restrict__ c32,
                   float* __restrict__ out, int64_t row_stride, int nvec, double scale) {
-  const uint4* row = reinterpret_cast<const uint4*>(x + blockIdx.x * row_stride);
+  const uint4* rows = reinterpret_cast<const uint4*>(x + int64_t(blockIdx.x) * R * row_stride);
+  const int64_t vec_stride = row_stride / 4;
   const double2* c2 = reinterpret_cast<const double2*>(c);
   const float4* c4 = reinterpret_cast<const float4*>(c32);
-  double acc0 = 0.0, acc1 = 0.0;
-  float f0 = 0.0f, f1 = 0.0f;
+  double acc0[R], acc1[R];
+  float f0[R], f1[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = 0.0, f0[r] = f1[r] = 0.0f;
   wait_for_prior_grids();
   for (int v0 = threadIdx.x; v0 < nvec; v0 += U * kThreads) {
-    uint4 buf[U];
+    uint4 buf[R][U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (v0 + u * kThreads < nvec) buf[u] = __ldcs(row + v0 + u * kThreads);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (v0 + u * kThreads < nvec) buf[r][u] = __ldcs(rows + r * vec_stride + v0 + u * kThreads);
     if (v0 == threadIdx.x) allow_dependent_launch();
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int v = v0 + u * kThreads;
       if (v < nvec) {
-        const float e[4] = {__uint_as_float(buf[u].x), __uint_as_float(buf[u].y), __uint_as_float(buf[u].z),
-                            __uint_as_float(buf[u].w)};
         if constexpr (kMode == kExact) {
           const double2 ca = __ldg(c2 + 2 * v), cb = __ldg(c2 + 2 * v + 1);
-          acc0 = __fma_rn(double(e[0]), ca.x, acc0);
-          acc1 = __fma_rn(double(e[1]), ca.y, acc1);
-          acc0 = __fma_rn(double(e[2]), cb.x, acc0);
-          acc1 = __fma_rn(double(e[3]), cb.y, acc1);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            acc0[r] = __fma_rn(double(__uint_as_float(buf[r][u].x)), ca.x, acc0[r]);
+            acc1[r] = __fma_rn(double(__uint_as_float(buf[r][u].y)), ca.y, acc1[r]);
+            acc0[r] = __fma_rn(double(__uint_as_float(buf[r][u].z)), cb.x, acc0[r]);
+            acc1[r] = __fma_rn(double(__uint_as_float(buf[r][u].w)), cb.y, acc1[r]);
+          }
         } else if constexpr (kMode == kNoColsum) {
-          acc0 = __dadd_rn(acc0, double(e[0]));
-          acc1 = __dadd_rn(acc1, double(e[1]));
-          acc0 = __dadd_rn(acc0, double(e[2]));
-          acc1 = __dadd_rn(acc1, double(e[3]));
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            acc0[r] = __dadd_rn(acc0[r], double(__uint_as_float(buf[r][u].x)));
+            acc1[r] = __dadd_rn(acc1[r], double(__uint_as_float(buf[r][u].y)));
+            acc0[r] = __dadd_rn(acc0[r], double(__uint_as_float(buf[r][u].z)));
+            acc1[r] = __dadd_rn(acc1[r], double(__uint_as_float(buf[r][u].w)));
+          }
         } else {
           const float4 cf = __ldg(c4 + v);
-          f0 = __fmaf_rn(e[0], cf.x, f0);
-          f1 = __fmaf_rn(e[1], cf.y, f1);
-          f0 = __fmaf_rn(e[2], cf.z, f0);
-          f1 = __fmaf_rn(e[3], cf.w, f1);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            f0[r] = __fmaf_rn(__uint_as_float(buf[r][u].x), cf.x, f0[r]);
+            f1[r] = __fmaf_rn(__uint_as_float(buf[r][u].y), cf.y, f1[r]);
+            f0[r] = __fmaf_rn(__uint_as_float(buf[r][u].z), cf.z, f0[r]);
+            f1[r] = __fmaf_rn(__uint_as_float(buf[r][u].w), cf.w, f1[r]);
+          }
         }
       }
     }
   }
-  if constexpr (kMode == kFloatOnly) acc0 = double(f0) + double(f1);
-  const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1));
-  if (threadIdx.x == 0) out[blockIdx.x] = __double2float_rn(__dmul_rn(scale, total));
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if constexpr (kMode == kFloatOnly) acc0[r] = double(f0[r]) + double(f1[r]);
+    const double total = block_sum<kThreads>(__dadd_rn(acc0[r], acc1[r]));
+    if (threadIdx.x == 0) out[int64_t(blockIdx.x) * R + r] = __double2float_rn(__dmul_rn(scale, total));
+    if (R > 1) __syncthreads();  // block_sum's shared slots are reused by the next row
+  }
 }
 
-template <int kThreads, int kBlocksPerSm, int U, int kMode>
+template <int kThreads, int kBlocksPerSm, int R, int U, int kMode>
 int launch(const float* x, long long rows, long long row_stride, int nvec, const double* c, const float* c32,
            float* out, double scale, bool programmatic, cudaStream_t s) {
-  return static_cast<int>(launch_programmatic(matvec_kernel<kThreads, kBlocksPerSm, U, kMode>,
-                                              dim3(static_cast<unsigned>(rows)), dim3(kThreads), 0, s, programmatic,
-                                              x, c, c32, out, static_cast<int64_t>(row_stride), nvec, scale));
+  if (rows % R) return -2;
+  return static_cast<int>(launch_programmatic(matvec_kernel<kThreads, kBlocksPerSm, R, U, kMode>,
+                                              dim3(static_cast<unsigned>(rows / R)), dim3(kThreads), 0, s,
+                                              programmatic, x, c, c32, out, static_cast<int64_t>(row_stride), nvec,
+                                              scale));
 }
 
 }  // namespace
@@ -97,16 +117,22 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
   const auto s = static_cast<cudaStream_t>(stream);
   const bool p = programmatic != 0;
   switch (variant) {
-    case 0: return launch<256, 8, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 1: return launch<512, 4, 4, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 2: return launch<256, 8, 4, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 3: return launch<512, 4, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 4: return launch<128, 16, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 5: return launch<256, 4, 4, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 6: return launch<1024, 2, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 10: return launch<256, 8, 2, kNoColsum>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 11: return launch<256, 8, 2, kFloatOnly>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
-    case 12: return launch<512, 4, 2, kFloatOnly>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 0: return launch<256, 8, 1, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 1: return launch<512, 4, 1, 4, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 2: return launch<256, 8, 1, 4, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 3: return launch<512, 4, 1, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 4: return launch<128, 16, 1, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 5: return launch<256, 4, 1, 4, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 6: return launch<1024, 2, 1, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 10: return launch<256, 8, 1, 2, kNoColsum>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 11: return launch<256, 8, 1, 2, kFloatOnly>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 12: return launch<512, 4, 1, 2, kFloatOnly>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 7: return launch<512, 4, 2, 1, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 8: return launch<256, 8, 2, 1, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 9: return launch<512, 2, 4, 1, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 13: return launch<512, 2, 2, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 14: return launch<256, 4, 4, 1, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 15: return launch<1024, 1, 4, 1, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
     default: return -1;
   }
 }

@@ -31,7 +31,8 @@ from kernels.colsum_ops import colsum_matvec  # noqa: E402
 from tail_variants import read_ceiling_gbps, time_methods  # noqa: E402
 
 VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U2", 4: "128x16 U2",
-            5: "256x4 U4", 6: "1024x2 U2", 10: "probe: no colsum", 11: "probe: fp32 256x8", 12: "probe: fp32 512x4"}
+            5: "256x4 U4", 6: "1024x2 U2", 7: "512x4 R2 U1", 8: "256x8 R2 U1", 9: "512x2 R4 U1", 13: "512x2 R2 U2",
+            14: "256x4 R4 U1", 15: "1024x1 R4 U1", 10: "probe: no colsum", 11: "probe: fp32 256x8", 12: "probe: fp32 512x4"}
 PROBES = (10, 11, 12)
 SCALE = 0.75
 

@@ -291,6 +291,20 @@ def test_quotient_rounds_through_the_reciprocal():
     assert got.shape == expected.shape
 
 
+@pytest.mark.parametrize("divisor", [1e-3, -1e-3, 0.0, -0.0])
+def test_reciprocal_per_release(divisor):
+    # 2.10+ multiplies by float(1 / divisor) taken in double (1e-3: 1000.0), earlier releases
+    # by float(1) / float(divisor) (1e-3: 999.99994); one column, so no order is involved.
+    y = torch.tensor([[1.0]])
+    new = model.reference_tail(y, divisor, 1.0, release=NEW, **H100)
+    old = model.reference_tail(y, divisor, 1.0, release=OLD, **H100)
+    in_double = torch.tensor(1.0 / divisor if divisor else math.copysign(math.inf, divisor), dtype=torch.float32)
+    assert torch.equal(new, in_double.reshape(1, 1))
+    assert torch.equal(old, (torch.tensor(1.0) / torch.tensor(divisor)).reshape(1, 1))
+    if divisor:
+        assert not torch.equal(new, old)
+
+
 # ---------------------------------------------------------------------------------------------
 # The two release groups give different bits where their orders differ.
 

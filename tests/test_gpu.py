@@ -99,10 +99,14 @@ def test_named_shapes(dtype, shape):
     _assert_same(*_pair(y), f"{dtype} {shape}")
 
 
-@pytest.mark.parametrize("divisor,scale", [(2, 1.5), (3, 0.7), (-0.5, 2.0), (7.25, -1e-3), (0, 1.5), (float("inf"), 1.0)])
-def test_divisors_and_scales(divisor, scale):
-    y = torch.randn(300, 4099, device="cuda")
-    _assert_same(*_pair(y, divisor, scale), f"divisor {divisor} scale {scale}")
+# 1e-3: a divisor whose reciprocal in float differs from its reciprocal in double
+# rounded to float (which torch 2.10+ multiplies by; kOrder.reciprocal_in_double).
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("divisor,scale", [(2, 1.5), (3, 0.7), (-0.5, 2.0), (7.25, -1e-3), (0, 1.5), (float("inf"), 1.0),
+                                           (1e-3, 1.5), (0.1, 0.3), (-13.0, 1.5), (70000.0, 3.0)])
+def test_divisors_and_scales(dtype, divisor, scale):
+    y = torch.randn(300, 4099, device="cuda", dtype=dtype)
+    _assert_same(*_pair(y, divisor, scale), f"{dtype} divisor {divisor} scale {scale}")
 
 
 def test_layouts():
