@@ -29,20 +29,37 @@ GROUP_MARKERS = {
 }
 
 
+# Macros a CUDA wheel is built without: a conditional on any of them alone is a branch the
+# wheel does not compile (2.11's block_x_reduce: `#if defined(USE_ROCM) || defined(FBCODE_CAFFE2)`).
+UNDEFINED_IN_CUDA_WHEELS = ("USE_ROCM", "FBCODE_CAFFE2")
+
+
+def _false_in_cuda_wheels(directive: str) -> bool:
+    """Whether an #if/#ifdef line tests only macros a CUDA wheel leaves undefined."""
+    m = re.match(r"#\s*ifdef\s+(\w+)\s*$", directive)
+    if m:
+        return m.group(1) in UNDEFINED_IN_CUDA_WHEELS
+    m = re.match(r"#\s*if\s+(.*)$", directive)
+    if not m:
+        return False
+    terms = [t.strip() for t in m.group(1).split("||")]
+    return all(re.fullmatch(rf"defined\s*\(?\s*({'|'.join(UNDEFINED_IN_CUDA_WHEELS)})\s*\)?", t) for t in terms)
+
+
 def cuda_lines(text: str) -> list[str]:
-    """The header's lines as a CUDA (not ROCm) build sees them: USE_ROCM branches dropped."""
-    kept, stack = [], []  # stack of (is_rocm_conditional, in_rocm_branch)
+    """The header's lines as a CUDA wheel's build sees them: branches under conditionals on
+    UNDEFINED_IN_CUDA_WHEELS dropped (their #else kept)."""
+    kept, stack = [], []  # stack of (is_such_conditional, in_its_dropped_branch)
     for line in text.splitlines():
         directive = line.strip()
-        if re.match(r"#\s*(ifdef\s+USE_ROCM|if\s+defined\(USE_ROCM\))\s*$", directive):
-            stack.append((True, True))
-        elif re.match(r"#\s*if", directive):
-            stack.append((False, False))
-        elif re.match(r"#\s*else", directive) and stack and stack[-1][0]:
+        if re.match(r"#\s*if", directive):
+            dropped = _false_in_cuda_wheels(directive)
+            stack.append((dropped, dropped))
+        elif re.match(r"#\s*el", directive) and stack and stack[-1][0]:
             stack[-1] = (True, False)
         elif re.match(r"#\s*endif", directive) and stack:
             stack.pop()
-        elif not any(rocm and inside for rocm, inside in stack):
+        elif not any(cond and inside for cond, inside in stack):
             kept.append(line)
     return kept
 

@@ -225,6 +225,10 @@ def main() -> int:
     compiled = torch.compile(eager_tail, dynamic=False)
     ceiling = read_ceiling_gbps(dev, backend)
     rows = []
+    result = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
+              "commit": machine.git_info()["commit"], "read_ceiling_gbps": ceiling, "rows": rows,
+              "colsum_forward": None, "host_us": {}, "ncu": None}
+    out.mkdir(parents=True, exist_ok=True)
     for dname, dtype in DTYPES.items():
         for rows_, cols in SHAPES:
             torch.manual_seed(0)
@@ -245,11 +249,7 @@ def main() -> int:
             print(f"{rows_}x{cols} {dname}: bits ours {bits['ours']} inductor {bits['inductor']}; rotating ours "
                   f"{times['ours']['rotating']:.2f} inductor {times['inductor']['rotating']:.2f}", flush=True)
             del copies, y
-    result = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
-              "commit": machine.git_info()["commit"], "read_ceiling_gbps": ceiling, "rows": rows,
-              "colsum_forward": None, "host_us": {}, "ncu": None}
-    out.mkdir(parents=True, exist_ok=True)
-    write_outputs(out, result)  # after each part, so a run cut short keeps what it measured
+            write_outputs(out, result)  # after each point and part, so a run cut short keeps what it measured
     parts = [("colsum_forward", lambda: colsum_forward_rows(backend, l2)), ("host_us", host_times)]
     if not args.no_ncu:
         parts.append(("ncu", run_ncu))

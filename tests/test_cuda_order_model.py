@@ -432,6 +432,20 @@ def test_random_shapes_run_fast_on_cpu():
         assert out.shape == (rows, 1) and torch.isfinite(out).all()
 
 
+def test_header_reader_keeps_what_a_cuda_wheel_compiles():
+    # 2.11's block_x_reduce picks its shuffle loop with `#if defined(USE_ROCM) ||
+    # defined(FBCODE_CAFFE2)`; the reader once kept both loops and named no group.
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import release_headers
+
+    text = "\n".join(["a", "#if defined(USE_ROCM) || defined(FBCODE_CAFFE2)", "rocm", "#else", "cuda", "#endif",
+                      "#ifdef USE_ROCM", "rocm", "#endif", "#if defined(USE_ROCM)", "rocm", "#elif OTHER", "other",
+                      "#endif", "#if CUDA_VERSION >= 12000", "versioned", "#endif", "b"])
+    assert release_headers.cuda_lines(text) == ["a", "cuda", "other", "versioned", "b"]
+
+
 def test_installed_torch_header_is_in_the_group_its_version_names():
     # The installed wheel's own Reduce.cuh (CUDA branches) against the version rule the
     # library and the model use: a release that moved a marker would fail here.
