@@ -32,8 +32,12 @@ def _finish(proc, timeout=300):
 
 
 @pytest.fixture(scope="module")
-def fresh_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("kb14cache")
+def built_cache(tmp_path_factory):
+    """A cache holding the CPU tail's module, built by one first-use process (so tests that
+    need a built cache do not depend on another test having run first in this worker)."""
+    cache = tmp_path_factory.mktemp("kb14cache")
+    _finish(_import_in_subprocess(cache))
+    return cache
 
 
 def test_import_compiles_nothing(tmp_path):
@@ -41,7 +45,8 @@ def test_import_compiles_nothing(tmp_path):
     assert "compiling" not in err and not (tmp_path / "cache").exists(), err
 
 
-def test_concurrent_first_uses_build_once(fresh_cache):
+def test_concurrent_first_uses_build_once(tmp_path):
+    fresh_cache = tmp_path / "cache"
     procs = [_import_in_subprocess(fresh_cache) for _ in range(2)]
     results = [_finish(p) for p in procs]
     stderr = "".join(err for _, err in results)
@@ -51,21 +56,21 @@ def test_concurrent_first_uses_build_once(fresh_cache):
     assert [p.parent.name.split("_")[1:3] for p in fresh_cache.glob("kb14_*/.done")] == [["tail", "cpu"]]
 
 
-def test_second_process_loads_from_the_cache_without_compiling(fresh_cache):
-    out, err = _finish(_import_in_subprocess(fresh_cache))
+def test_second_process_loads_from_the_cache_without_compiling(built_cache):
+    out, err = _finish(_import_in_subprocess(built_cache))
     assert "compiling" not in err
     assert "IMPORT_SECONDS" in out
 
 
-def test_a_build_killed_half_way_is_rebuilt(fresh_cache):
-    build_dir = next(fresh_cache.glob("kb14_*/.done")).parent
+def test_a_build_killed_half_way_is_rebuilt(built_cache):
+    build_dir = next(built_cache.glob("kb14_*/.done")).parent
     # What a builder killed mid-way leaves: no completion marker, torch's own
     # baton file, half-written objects. Our flock died with the process.
     (build_dir / ".done").unlink()
     (build_dir / "lock").write_text("")
     for so in build_dir.glob("*.so"):
         so.write_bytes(b"truncated")
-    proc = _import_in_subprocess(fresh_cache)
+    proc = _import_in_subprocess(built_cache)
     _, err = _finish(proc, timeout=300)
     assert "compiling" in err
     assert (build_dir / ".done").exists()
