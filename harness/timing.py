@@ -261,6 +261,32 @@ def paired_time(fns: dict, *, rounds: int, backend: Backend) -> dict:
     return times
 
 
+def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, backend: Backend) -> dict:
+    """robust_time's read-flush calls for several functions, taken in turn: each round
+    calls every function once (each after a read flush, the order rotated round by round),
+    all queued without a host synchronize. Drift of the clocks or the memory state then
+    hits every function alike, so per-round differences (paired_differences) resolve gaps
+    that timing one function after another confounds with drift. Milliseconds per call."""
+    names = list(fns)
+    for name in names:  # warm-up
+        backend.robust_flush()
+        fns[name](*args)
+    backend.sync()
+    timers = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            backend.robust_flush()
+            timer = backend.new_timer()
+            timer.start()
+            fns[name](*args)
+            timer.stop()
+            timers[name].append(timer)
+        if r % 50 == 49:
+            backend.sync()  # bound the queue
+    backend.sync()
+    return {name: [t.elapsed_ms() for t in ts] for name, ts in timers.items()}
+
+
 def paired_differences(times: dict, base: str) -> dict:
     """Median (and IQR) of each row's per-round difference from `base`, in ms."""
     out = {}

@@ -111,6 +111,9 @@ def main() -> int:
     parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
     parser.add_argument("--grid-caps", type=int, nargs="*", default=[0],
                         help="grid sizes for the unordered reads (0: 8 blocks per SM)")
+    parser.add_argument("--interleaved", type=int, metavar="ROUNDS",
+                        help="instead: read-flush times of the variants and Inductor taken in turn, ROUNDS rounds, "
+                             "with each one's median difference from the first variant")
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -157,6 +160,23 @@ def main() -> int:
             torch.cuda.synchronize()
             torch.cuda.profiler.stop()
             print("ncu order:", list(fns))
+            continue
+        if args.interleaved:
+            tails = {name: fn for name, fn in fns.items() if name not in ("eager", "torch.sum")}
+            times = timing.interleaved_robust_time(tails, (y,), rounds=args.interleaved, backend=backend)
+            base = next(name for name in tails if name != "inductor")
+            diffs = timing.paired_differences(times, base)
+            for name, t in times.items():
+                med = timing.stats_median(t)
+                diff = diffs.get(f"{name} - {base}")
+                rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
+                                 "read_flush_interleaved_us": med["median_ms"] * 1e3,
+                                 "minus_first_us": diff["median_ms"] * 1e3 if diff else 0.0,
+                                 "minus_first_iqr_us": diff["iqr_ms"] * 1e3 if diff else 0.0})
+                print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} read flush, interleaved "
+                      f"{med['median_ms'] * 1e3:7.2f} us (IQR {med['iqr_ms'] * 1e3:.2f}); minus {base}: "
+                      f"{rows_out[-1]['minus_first_us']:+.2f} (IQR {rows_out[-1]['minus_first_iqr_us']:.2f})",
+                      flush=True)
             continue
         copies = timing.rotating_copies(y, l2, cap=64)
         nbytes = y.numel() * y.element_size()

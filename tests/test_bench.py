@@ -115,6 +115,23 @@ def test_robust_time_budget_clamps_calls():
     assert res["calls"] == 3  # a zero budget still gets min_calls
 
 
+def test_interleaved_robust_time_rotates_the_order_and_flushes_before_each_call():
+    from harness import timing
+
+    rec = Recorder()
+    calls = []
+    backend = timing.Backend(torch.device("cpu"), "fake", rec.sync, rec.flush, rec.new_timer, 0,
+                             robust_flush=rec.flush)
+    fns = {name: (lambda n: lambda: (calls.append(n), rec.fn()))(name) for name in "abc"}
+    times = timing.interleaved_robust_time(fns, rounds=4, backend=backend)
+    assert {k: len(v) for k, v in times.items()} == {"a": 4, "b": 4, "c": 4}
+    assert calls[3:] == list("abc" "bca" "cab" "abc")  # after one warm-up call each
+    body = [e for e in rec.events[rec.events.index("start") - 1:] if e != "sync"]
+    assert body == ["flush", "start", "call", "stop"] * 12
+    diffs = timing.paired_differences(times, "a")
+    assert set(diffs) == {"b - a", "c - a"}
+
+
 def test_host_backend_times_real_work():
     be = bench.make_backend(torch.device("cpu"), flush_bytes=1 << 20)
     res = bench.kernelbench_time(torch.mm, (torch.randn(64, 64), torch.randn(64, 64)),
