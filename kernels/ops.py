@@ -48,7 +48,9 @@ def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> 
         divisor = as_number(divisor, "div_sum_scale: divisor")
     if type(scale) is not float:
         scale = as_number(scale, "div_sum_scale: scale")
-    if jit.background_builds:  # the C++ autograd, built after the first CUDA call
+    # The C++ autograd, built after the first CUDA call, is loaded by the next eager call
+    # once built; torch.compile traces past it (a Future's lock cannot be traced).
+    if jit.background_builds and not torch.compiler.is_compiling():
         jit.load_finished_builds()
     return OP(y, divisor, scale)
 

@@ -114,6 +114,33 @@ def test_an_unfinished_background_build_completes_at_exit_and_then_loads_at_once
     assert "PENDING [] CPP_AUTOGRAD True" in out and "compiling" not in err, out + err
 
 
+# torch.compile(fullgraph=True) traced the entry point's check for finished background
+# builds, a Future's lock, and failed (seen on the H200 while the C++ autograd was building).
+# The build is held back until the compile is done, so it is pending for certain.
+COMPILE_WHILE_PENDING = IMPORT + """
+import dataclasses, threading, torch
+from kernels import jit
+jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
+release, real_build = threading.Event(), jit.build
+def held_build(name, background=False):
+    if background:
+        release.wait(120)
+    return real_build(name, background)
+jit.build = held_build
+y = torch.randn(4, 300)
+eager = kernels.div_sum_scale(y, 2, 1.5)
+compiled = torch.compile(lambda t: kernels.div_sum_scale(t, 2, 1.5), fullgraph=True, backend="eager")
+got = compiled(y)
+print("PENDING", sorted(jit.background_builds), "COMPILED_EQUAL", torch.equal(got, eager))
+release.set()
+"""
+
+
+def test_compile_while_a_background_build_is_pending(tmp_path):
+    out, err = _finish(_import_in_subprocess(tmp_path, code=COMPILE_WHILE_PENDING), timeout=900)
+    assert "PENDING ['tail_cuda_autograd'] COMPILED_EQUAL True" in out, out + err
+
+
 @pytest.mark.parametrize("module,edited", [("tail_cpu", "tail_cpu.cpp"), ("tail_cuda", "tail_kernels.cuh"),
                                            ("colsum_cpu", "colsum.h"), ("colsum_cuda", "colsum.cu")])
 def test_key_follows_sources_and_headers(tmp_path, monkeypatch, module, edited):
