@@ -635,12 +635,12 @@ template <LeanLoad kLoad>
 constexpr bool kLoadHasPolicy = kLoad == LeanLoad::kStreamingNc || kLoad == LeanLoad::kEvictFirst ||
                                 kLoad == LeanLoad::kStreaming;
 
-template <int U, int kStep, LeanLoad kLoad, typename W>
+template <int U, int kStep, LeanLoad kLoad, bool kInBounds = false, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const int idx = k + u * kStep;
-    if (idx < nvec) lean_load_one<kLoad>(buf[u], row + idx, policy);
+    if (kInBounds || idx < nvec) lean_load_one<kLoad>(buf[u], row + idx, policy);
   }
 }
 
@@ -663,9 +663,12 @@ struct LeanRow {
 };
 
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
-// instead of one whole block. kShifted: rows may start mid-vector.
+// instead of one whole block. kShifted: rows may start mid-vector. kExactRows (comparison
+// builds only, scripts/tail_variants.cu): every row holds exactly U vectors per logical
+// thread, so no load needs a bounds check and there is no loop, as in a kernel compiled
+// for one row length (Triton's); the same additions in the same order.
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
-          bool kPackedMul = false>
+          bool kPackedMul = false, bool kExactRows = false>
 __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
@@ -682,7 +685,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
   W buf[U];
   if constexpr (kPdl) wait_for_prior_grids();
-  lean_load<U, kStep, kLoad>(buf, row, t, geo.nvec, policy);
+  lean_load<U, kStep, kLoad, kExactRows>(buf, row, t, geo.nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
 
   // inv twice in the type's 16 bits, for the packed multiply (exact there: packed_quotient_exact).
@@ -703,7 +706,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   for (int k = t;;) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (k + u * kStep < geo.nvec) {
+      if (kExactRows || k + u * kStep < geo.nvec) {
         if constexpr (kPackedMul) {
 #pragma unroll
           for (int i = 0; i < V; i += 2) {
@@ -718,6 +721,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
         }
       }
     }
+    if constexpr (kExactRows) break;
     k += U * kStep;
     if (k >= geo.nvec) break;
     lean_load<U, kStep, kLoad>(buf, row, k, geo.nvec, policy);

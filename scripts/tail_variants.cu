@@ -96,6 +96,31 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
   }
 }
 
+// The library's lean kernel compiled for rows of exactly U vectors per thread (kExactRows:
+// no bounds checks, no loop), programmatic launch, the library's loads and packed multiply.
+template <typename T, int V>
+int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+  constexpr int U = V == 8 ? 2 : 4;  // as launch_lean_shape
+  if (!p.split_y || g.cols != int64_t(U) * V * kLeanBlock) return -1;
+  LeanArgs<T> a;
+  a.y = g.y;
+  a.row_stride = g.row_stride;
+  a.out = g.out;
+  a.out_stride = g.out_stride;
+  a.rows = static_cast<int>(g.rows);
+  a.cols = static_cast<int>(g.cols);
+  a.inv = g.inv;
+  a.scale = g.scale;
+  const dim3 grid(static_cast<unsigned>(g.rows));
+  if constexpr (sizeof(T) == 2) {
+    if (packed_quotient_exact<T>(a.inv))
+      return launch_programmatic(lean_rows_kernel<T, V, U, kLeanLoad, true, false, false, true, true>, grid,
+                                 dim3(kLeanBlock), 0, stream, true, a);
+  }
+  return launch_programmatic(lean_rows_kernel<T, V, U, kLeanLoad, true, false, false, false, true>, grid,
+                             dim3(kLeanBlock), 0, stream, true, a);
+}
+
 template <typename T>
 int run(int variant, const void* y, long long rows, long long cols, long long row_stride, void* out,
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
@@ -138,6 +163,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
                                4 * kLeanBlock * sizeof(uint4), stream, true, la);
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
+  if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
   switch (variant) {
@@ -160,7 +186,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // blocks (default 8 per SM), 8 plain loads or 4 evict-first loads in flight; 14 the
 // lean order with each row fetched by the bulk-copy engine (fp32 rows of 8192 only);
 // 20-24 the lean kernel, programmatic launch, with each LeanLoad (cached, streaming
-// read-only, evict-first in L1 and L2, streaming, .cs). Variants tried and removed (L2 bulk prefetch one
+// read-only, evict-first in L1 and L2, streaming, .cs); 25 the library's lean kernel
+// compiled for rows of exactly its vector count (kExactRows; rows of 8192 only). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
