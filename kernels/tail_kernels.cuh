@@ -838,9 +838,9 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool 
                  : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);
 }
 
-template <typename scalar_t, int V, LeanLoad kLoad = kLeanLoad>
-cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShape& prop, const LeanOptions& opt,
-                        cudaStream_t stream) {
+// The lean kernel's arguments for a call the lean path takes (lean_path_applies).
+template <typename scalar_t>
+LeanArgs<scalar_t> lean_args(const Args<scalar_t>& g) {
   LeanArgs<scalar_t> a;
   a.y = g.y;
   a.row_stride = g.row_stride;
@@ -850,6 +850,13 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   a.cols = static_cast<int>(g.cols);
   a.inv = g.inv;
   a.scale = g.scale;
+  return a;
+}
+
+template <typename scalar_t, int V, LeanLoad kLoad = kLeanLoad>
+cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShape& prop, const LeanOptions& opt,
+                        cudaStream_t stream) {
+  const LeanArgs<scalar_t> a = lean_args(g);
   const bool warp_rows = !p.split_y;
   const bool shifted = g.cols % V != 0;
   const unsigned blocks = static_cast<unsigned>(warp_rows ? ceil_div(g.rows, kLeanWarps) : g.rows);

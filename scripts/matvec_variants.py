@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +27,7 @@ sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 from harness import timing  # noqa: E402
 import kernels  # noqa: E402
 from kernels.colsum_ops import colsum_matvec  # noqa: E402
-from tail_variants import read_ceiling_gbps, time_methods  # noqa: E402
+from tail_variants import build_shared_library, read_ceiling_gbps, time_methods  # noqa: E402
 
 VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U2", 4: "128x16 U2",
             5: "256x4 U4", 6: "1024x2 U2", 7: "512x4 R2 U1", 8: "256x8 R2 U1", 9: "512x2 R4 U1", 13: "512x2 R2 U2",
@@ -38,16 +37,7 @@ SCALE = 0.75
 
 
 def build(out_dir: Path) -> ctypes.CDLL:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    major, minor = torch.cuda.get_device_capability()
-    so = out_dir / "matvec_variants.so"
-    cmd = ["nvcc", "-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}", "-shared", "-Xcompiler",
-           "-fPIC", "-Xptxas=-v", f"-I{REPO / 'kernels'}", "-o", str(so), str(REPO / "scripts" / "matvec_variants.cu")]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    (out_dir / "matvec_ptxas.txt").write_text(proc.stdout + proc.stderr)
-    if proc.returncode:
-        raise SystemExit(proc.stderr[-3000:])
-    lib = ctypes.CDLL(str(so))
+    lib = build_shared_library("matvec_variants", out_dir)
     lib.kb14x_matvec.restype = ctypes.c_int
     lib.kb14x_matvec.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double, ctypes.c_int,

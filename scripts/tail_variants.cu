@@ -102,15 +102,7 @@ template <typename T, int V>
 int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;  // as launch_lean_shape
   if (!p.split_y || g.cols != int64_t(U) * V * kLeanBlock) return -1;
-  LeanArgs<T> a;
-  a.y = g.y;
-  a.row_stride = g.row_stride;
-  a.out = g.out;
-  a.out_stride = g.out_stride;
-  a.rows = static_cast<int>(g.rows);
-  a.cols = static_cast<int>(g.cols);
-  a.inv = g.inv;
-  a.scale = g.scale;
+  const LeanArgs<T> a = lean_args(g);
   const dim3 grid(static_cast<unsigned>(g.rows));
   if constexpr (sizeof(T) == 2) {
     if (packed_quotient_exact<T>(a.inv))
@@ -148,19 +140,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     return cudaGetLastError();
   }
   if (variant == 14) {
-    if (!std::is_same_v<T, float> || cols != 4 * 4 * kLeanBlock || row_stride != cols || kOrder.lanes_before_warps == false)
-      return -1;
-    LeanArgs<float> la;
-    la.y = static_cast<const float*>(y);
-    la.row_stride = row_stride;
-    la.out = static_cast<float*>(out);
-    la.out_stride = out_stride;
-    la.rows = static_cast<int>(rows);
-    la.cols = static_cast<int>(cols);
-    la.inv = 1.0f / static_cast<float>(divisor);
-    la.scale = static_cast<float>(scale);
-    return launch_programmatic(bulk_rows_kernel<4>, dim3(static_cast<unsigned>(rows)), dim3(kLeanBlock),
-                               4 * kLeanBlock * sizeof(uint4), stream, true, la);
+    if constexpr (std::is_same_v<T, float>) {
+      if (cols != 4 * 4 * kLeanBlock || row_stride != cols || !kOrder.lanes_before_warps) return -1;
+      return launch_programmatic(bulk_rows_kernel<4>, dim3(static_cast<unsigned>(rows)), dim3(kLeanBlock),
+                                 4 * kLeanBlock * sizeof(uint4), stream, true, lean_args(a));
+    }
+    return -1;
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
   if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);

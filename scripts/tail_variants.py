@@ -43,18 +43,24 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
          ((1000, 8191), "float16"), ((1024, 8192), "bfloat16"), ((1024, 8192), "float16")]
 
 
-def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
+def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
+    """nvcc `scripts/<source>.cu` into `out_dir/<source>.so` for this GPU (ptxas's report in
+    `<source>_ptxas.txt`) and load it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     major, minor = torch.cuda.get_device_capability()
-    so = out_dir / "tail_variants.so"
-    cmd = ["nvcc", "-O3", "--fmad=false", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}",
-           "-shared", "-Xcompiler", "-fPIC", "-Xptxas=-v", f"-DKB14_TORCH_VERSION={torch_version}",
-           f"-I{REPO / 'kernels'}", "-o", str(so), str(REPO / "scripts" / "tail_variants.cu")]
+    so = out_dir / f"{source}.so"
+    cmd = ["nvcc", "-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}", "-shared", "-Xcompiler",
+           "-fPIC", "-Xptxas=-v", *extra_flags, f"-I{REPO / 'kernels'}", "-o", str(so),
+           str(REPO / "scripts" / f"{source}.cu")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    (out_dir / "ptxas.txt").write_text(proc.stdout + proc.stderr)
+    (out_dir / f"{source}_ptxas.txt").write_text(proc.stdout + proc.stderr)
     if proc.returncode:
         raise SystemExit(proc.stderr[-3000:])
-    lib = ctypes.CDLL(str(so))
+    return ctypes.CDLL(str(so))
+
+
+def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
+    lib = build_shared_library("tail_variants", out_dir, "--fmad=false", f"-DKB14_TORCH_VERSION={torch_version}")
     lib.kb14x_tail.restype = ctypes.c_int
     lib.kb14x_tail.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
                                ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_double,
