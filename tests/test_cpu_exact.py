@@ -52,6 +52,15 @@ def test_divisors_and_scales(divisor, scale):
     assert _same(div_sum_scale(y, divisor, scale), div_sum_scale_reference(y, divisor, scale))
 
 
+# Divisors that are not exact in 16 bits or whose reciprocal rounds differently in float and
+# in double (the CUDA reference multiplies by a reciprocal; the CPU one divides).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("divisor", [1e-3, 0.1, 1 / 3, 7.3, 70000.0, 1e-8, -13.0])
+def test_divisors_inexact_in_the_dtype(dtype, divisor):
+    y = torch.randn(37, 4099, dtype=dtype) * 10
+    assert _same(div_sum_scale(y, divisor, 1.5), div_sum_scale_reference(y, divisor, 1.5))
+
+
 def test_layouts():
     for name, y in layouts(torch.randn(700, 3000)).items():
         assert _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)), name
