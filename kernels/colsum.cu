@@ -186,22 +186,6 @@ at::Tensor colsum_cuda(const at::Tensor& w) {
 // ---------------------------------------------------------------------------
 constexpr int kMatvecThreads = 128;
 
-template <int kBlock>
-__device__ __forceinline__ double block_sum(double v) {
-  __shared__ double warp_sums[kBlock / kWarp];
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
-  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < kBlock / kWarp ? warp_sums[lane] : 0.0;
-#pragma unroll
-    for (int offset = kWarp / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
-  }
-  return v;  // valid in thread 0
-}
-
 template <typename T>
 struct MatvecArgs {
   const T* __restrict__ x;
@@ -368,7 +352,8 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   // Split rows only when there are too few of them to fill one wave, keeping a full
   // batch of loads per thread per split: a second kernel to add the splits costs more
   // than a partly filled wave.
-  const int64_t target = int64_t(device_shape(x.get_device()).multiprocessors) * kMatvecBlocksPerSM;
+  const DeviceShape gpu = device_shape(x.get_device());
+  const int64_t target = int64_t(gpu.multiprocessors) * kMatvecBlocksPerSM;
   const int64_t max_splits = std::max<int64_t>(1, units / (kMatvecLoads<T> * kMatvecThreads));
   const int64_t splits = std::clamp<int64_t>(target / std::max<int64_t>(B, 1), 1, std::min<int64_t>(max_splits, 1024));
   a.vecs_per_split = div_up(std::max<int64_t>(units, 1), splits);
@@ -382,9 +367,8 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   auto stream = c10::cuda::getCurrentCUDAStream();
   if constexpr (sizeof(T) >= 4) {
     if (used == 1 && rows_are_vectors<T>(x) && aligned16(a.c) && K / V <= std::numeric_limits<int32_t>::max()) {
-      const bool programmatic = device_shape(x.get_device()).compute_major >= 9;
       C10_CUDA_CHECK(launch_programmatic(colsum_matvec_aligned_kernel<T>, dim3(static_cast<unsigned>(B)),
-                                         dim3(kThreads), 0, stream, programmatic, a.x, a.c, a.out, a.out_stride,
+                                         dim3(kThreads), 0, stream, gpu.compute_major >= 9, a.x, a.c, a.out, a.out_stride,
                                          a.row_stride, static_cast<int>(K / V), scale));
       return;
     }

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import math
-
 import torch
 
 RELEASES = ("2.4-2.9", "2.10+")
@@ -204,12 +202,9 @@ def reference_tail(y: torch.Tensor, divisor: float, scale: float, *, release: st
     # div_true_kernel_cuda with a CPU scalar divisor: y * (1 / divisor), the reciprocal taken on
     # the host (2.10+: in double, then rounded to op math; before: in op math), one rounding to
     # op math, then one to y's dtype.
-    if release == "2.10+":
-        inv = torch.tensor(1.0 / float(divisor) if divisor else math.copysign(math.inf, divisor), dtype=op_t,
-                           device=y.device)
-    else:
-        one = torch.ones((), dtype=op_t, device=y.device)
-        inv = one / torch.tensor(float(divisor), dtype=op_t, device=y.device)
+    reciprocal_t = torch.float64 if release == "2.10+" else op_t
+    one = torch.ones((), dtype=reciprocal_t, device=y.device)
+    inv = (one / torch.tensor(float(divisor), dtype=reciprocal_t, device=y.device)).to(op_t)
     quotient = (y.to(op_t) * inv).to(y.dtype).to(op_t).contiguous()
     sums = _row_sums(quotient, config, release)
     # The sum is stored in y's dtype (func_wrapper's project); the multiply by the CPU scalar is

@@ -57,6 +57,26 @@ inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   return cudaSuccess;
 }
 
+// The fp64 sum of v over the kBlock threads of a one-dimensional block (a multiple of
+// 32): each warp's shuffle tree, then warp 0's over the warps' totals, which meet in
+// shared memory. Valid in thread 0; the shared slots may be reused only after a barrier.
+template <int kBlock>
+__device__ __forceinline__ double block_sum(double v) {
+  constexpr int kLanes = 32;
+  __shared__ double warp_sums[kBlock / kLanes];
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
+  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kBlock / kLanes ? warp_sums[lane] : 0.0;
+#pragma unroll
+    for (int offset = kLanes / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
 // An L2 policy that evicts the lines it is given first: for data read once.
 __device__ __forceinline__ uint64_t evict_first_policy() {
   uint64_t policy;

@@ -17,22 +17,6 @@ enum Mode : int {
   kFloatOnly = 2,  // probe: fp32 products and sums with an fp32 copy of c, no widening
 };
 
-template <int kThreads>
-__device__ __forceinline__ double block_sum(double v) {
-  __shared__ double warp_sums[kThreads / 32];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < kThreads / 32 ? warp_sums[lane] : 0.0;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
-  }
-  return v;
-}
-
 // Block b owns rows b * R .. b * R + R - 1; thread t reads vectors t, t + kThreads, ... of
 // each, U per row in flight, and each column-sum value it loads serves all R rows.
 template <int kThreads, int kBlocksPerSm, int R, int U, int kMode>
@@ -95,7 +79,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     if constexpr (kMode == kFloatOnly) acc0[r] = double(f0[r]) + double(f1[r]);
     const double total = block_sum<kThreads>(__dadd_rn(acc0[r], acc1[r]));
     if (threadIdx.x == 0) out[int64_t(blockIdx.x) * R + r] = __double2float_rn(__dmul_rn(scale, total));
-    if (R > 1) __syncthreads();  // block_sum's shared slots are reused by the next row
+    if (R > 1) __syncthreads();  // before block_sum's shared slots serve the next row
   }
 }
 

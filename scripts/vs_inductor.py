@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from harness import machine, timing  # noqa: E402
 import kernels  # noqa: E402
+from kernels.jit import torch_order  # noqa: E402
 import tail_variants  # noqa: E402
 from tail_variants import eager_tail, read_ceiling_gbps, row_sum, time_methods  # noqa: E402
 
@@ -105,7 +106,7 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
 
 def ncu_target() -> None:
     """What `--ncu` profiles: each candidate three times in a cudaProfilerStart/Stop range."""
-    lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), tail_variants.torch_order())
+    lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), torch_order())
     prop = torch.cuda.get_device_properties(0)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
     partials = torch.empty(1 << 20, device="cuda")
