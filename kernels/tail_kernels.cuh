@@ -663,10 +663,10 @@ struct LeanRow {
 };
 
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
-// instead of one whole block. kShifted: rows may start mid-vector. kExactRows (comparison
-// builds only, scripts/tail_variants.cu): every row holds exactly U vectors per logical
-// thread, so no load needs a bounds check and there is no loop, as in a kernel compiled
-// for one row length (Triton's); the same additions in the same order.
+// instead of one whole block. kShifted: rows may start mid-vector. kExactRows: every row
+// holds exactly U vectors per logical thread (fp32 rows of 8192), so no load needs a
+// bounds check and there is no loop, as in a kernel compiled for one row length
+// (Triton's); the same additions in the same order, 26 registers instead of 32.
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
           bool kPackedMul = false, bool kExactRows = false>
 __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel(LeanArgs<scalar_t> a) {
@@ -798,6 +798,7 @@ constexpr LeanLoad kLeanLoad = LeanLoad::kStreamingNc;
 
 struct LeanOptions {
   bool programmatic_launch = true;  // honoured on sm_90 and newer
+  bool exact_rows = true;           // the loop-free kernel where it applies (launch_lean_shape)
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -810,26 +811,34 @@ constexpr int kProgrammaticBuild = KB14_PROGRAMMATIC_LAUNCH;
 constexpr int kProgrammaticBuild = -1;
 #endif
 
-template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted>
+template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
+          bool kExactRows = false>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
   if constexpr (sizeof(scalar_t) == 2) {
     if (packed_quotient_exact<scalar_t>(a.inv)) {
-      return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, true>,
-                                 dim3(grid), dim3(kLeanBlock), 0, stream, kPdl, a);
+      return launch_programmatic(
+          lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, true, kExactRows>, dim3(grid),
+          dim3(kLeanBlock), 0, stream, kPdl, a);
     }
   }
-  return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted>, dim3(grid),
-                             dim3(kLeanBlock), 0, stream, kPdl, a);
+  return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, false, kExactRows>,
+                             dim3(grid), dim3(kLeanBlock), 0, stream, kPdl, a);
 }
 
 // Vectors in flight per thread, as many as 32 registers hold without spilling beside
 // the rest: 64 bytes (fp32) or 32 (16-bit) when a block owns the row; 32 bytes when a
 // warp owns it (each warp then keeps its own row address; three fp32 vectors spill).
+// fp32 rows of exactly one load per vector slot (8192 columns) take the loop-free kernel:
+// measured faster there (results/kernel_notes.md); in 16-bit types it was slower in ncu.
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
-cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, unsigned grid,
-                              cudaStream_t stream) {
+cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, bool exact_rows,
+                              unsigned grid, cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;
   constexpr int kWarpU = 2;
+  if constexpr (sizeof(scalar_t) == 4) {
+    if (exact_rows && !warp_rows && !shifted && a.cols == U * V * kLeanBlock)
+      return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false, true>(a, grid, stream);
+  }
   if (warp_rows) {
     return shifted ? launch_lean_variant<scalar_t, V, kWarpU, kLoad, kPdl, true, true>(a, grid, stream)
                    : launch_lean_variant<scalar_t, V, kWarpU, kLoad, kPdl, true, false>(a, grid, stream);
@@ -860,14 +869,15 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   const bool warp_rows = !p.split_y;
   const bool shifted = g.cols % V != 0;
   const unsigned blocks = static_cast<unsigned>(warp_rows ? ceil_div(g.rows, kLeanWarps) : g.rows);
+  const bool exact = opt.exact_rows;
   if constexpr (kProgrammaticBuild == 1) {
-    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, blocks, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, exact, blocks, stream);
   } else if constexpr (kProgrammaticBuild == 0) {
-    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, blocks, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, exact, blocks, stream);
   } else {
     const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
-    return pdl ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, blocks, stream)
-               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, blocks, stream);
+    return pdl ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, exact, blocks, stream)
+               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, exact, blocks, stream);
   }
 }
 

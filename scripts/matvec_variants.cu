@@ -5,6 +5,7 @@
 //   nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Ikernels -o matvec_variants.so scripts/matvec_variants.cu
 #include "device_math.cuh"
 
+#include <algorithm>
 #include <cstdint>
 
 using namespace kb14;
@@ -93,6 +94,88 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
                                               scale));
 }
 
+// The column sums held in registers: thread t owns vectors t + u * kThreads (u < U) of
+// every row (nvec <= U * kThreads), loads their column sums once, and its block loops
+// over rows b, b + gridDim.x, ...; the next row's loads are issued before the current
+// row's block sum. kRowsAhead rows of loads in flight per thread (1 or 2). The block
+// sum's shared slots alternate between rows, so one barrier per row suffices.
+template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    resident_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
+                    int64_t row_stride, int rows, int nvec, double scale) {
+  constexpr int kWarps = kThreads / 32;
+  __shared__ double warp_sums[2][kWarps];
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  const double2* c2 = reinterpret_cast<const double2*>(c);
+  double2 ca[U], cb[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int v = t + u * kThreads;
+    ca[u] = cb[u] = make_double2(0.0, 0.0);
+    if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
+  }
+  uint4 buf[kRowsAhead][U];
+  auto load_row = [&](uint4 (&b)[U], int r) {
+    const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (t + u * kThreads < nvec) b[u] = __ldcs(row + t + u * kThreads);
+  };
+  wait_for_prior_grids();
+  int r = blockIdx.x;
+#pragma unroll
+  for (int a = 0; a < kRowsAhead; ++a)
+    if (r + a * int(gridDim.x) < rows) load_row(buf[a], r + a * gridDim.x);
+  allow_dependent_launch();
+  // One row: its products from `cur`, the loads of the row kRowsAhead ahead into `cur`,
+  // then the block sum (shared slots `parity`).
+  auto row_step = [&](uint4 (&cur)[U], int parity) {
+    double acc0 = 0.0, acc1 = 0.0;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (t + u * kThreads < nvec) {
+        acc0 = __fma_rn(double(__uint_as_float(cur[u].x)), ca[u].x, acc0);
+        acc1 = __fma_rn(double(__uint_as_float(cur[u].y)), ca[u].y, acc1);
+        acc0 = __fma_rn(double(__uint_as_float(cur[u].z)), cb[u].x, acc0);
+        acc1 = __fma_rn(double(__uint_as_float(cur[u].w)), cb[u].y, acc1);
+      }
+    }
+    const int ahead = r + kRowsAhead * int(gridDim.x);
+    if (ahead < rows) load_row(cur, ahead);
+    double v = __dadd_rn(acc0, acc1);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
+    if (lane == 0) warp_sums[parity][warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+      v = lane < kWarps ? warp_sums[parity][lane] : 0.0;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
+      if (lane == 0) out[r] = __double2float_rn(__dmul_rn(scale, v));
+    }
+    r += gridDim.x;
+  };
+  while (r < rows) {
+    row_step(buf[0], 0);
+    if (r >= rows) break;
+    row_step(buf[kRowsAhead - 1], 1);
+  }
+}
+
+template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead>
+int launch_resident(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
+                    double scale, bool programmatic, int blocks_per_sm, cudaStream_t s) {
+  if (nvec > U * kThreads) return -2;
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const long long grid = blocks_per_sm > 0 ? std::min<long long>(rows, (long long)sms * blocks_per_sm) : rows;
+  return static_cast<int>(launch_programmatic(resident_kernel<kThreads, kBlocksPerSm, U, kRowsAhead>,
+                                              dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, s, programmatic,
+                                              x, c, out, static_cast<int64_t>(row_stride), static_cast<int>(rows),
+                                              nvec, scale));
+}
+
 }  // namespace
 
 extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long long row_stride, int nvec,
@@ -117,6 +200,11 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 13: return launch<512, 2, 2, 2, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
     case 14: return launch<256, 4, 4, 1, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
     case 15: return launch<1024, 1, 4, 1, kExact>(x, rows, row_stride, nvec, c, c32, out, scale, p, s);
+    case 20: return launch_resident<512, 2, 4, 1>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
+    case 21: return launch_resident<1024, 1, 2, 2>(x, rows, row_stride, nvec, c, out, scale, p, 1, s);
+    case 22: return launch_resident<512, 2, 4, 1>(x, rows, row_stride, nvec, c, out, scale, p, 0, s);
+    case 23: return launch_resident<1024, 1, 2, 1>(x, rows, row_stride, nvec, c, out, scale, p, 1, s);
+    case 24: return launch_resident<512, 1, 4, 2>(x, rows, row_stride, nvec, c, out, scale, p, 1, s);
     default: return -1;
   }
 }

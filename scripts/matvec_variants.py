@@ -31,7 +31,10 @@ from tail_variants import build_shared_library, read_ceiling_gbps, time_methods 
 
 VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U2", 4: "128x16 U2",
             5: "256x4 U4", 6: "1024x2 U2", 7: "512x4 R2 U1", 8: "256x8 R2 U1", 9: "512x2 R4 U1", 13: "512x2 R2 U2",
-            14: "256x4 R4 U1", 15: "1024x1 R4 U1", 10: "probe: no colsum", 11: "probe: fp32 256x8", 12: "probe: fp32 512x4"}
+            14: "256x4 R4 U1", 15: "1024x1 R4 U1", 10: "probe: no colsum", 11: "probe: fp32 256x8", 12: "probe: fp32 512x4",
+            20: "resident 512x2 U4, 1 row ahead", 21: "resident 1024x1 U2, 2 rows ahead",
+            22: "resident 512x2 U4, a block per row", 23: "resident 1024x1 U2, 1 row ahead",
+            24: "resident 512x1 U4, 2 rows ahead"}
 PROBES = (10, 11, 12)
 SCALE = 0.75
 
@@ -63,6 +66,7 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/matvec_variants")
     parser.add_argument("--ncu", action="store_true")
     parser.add_argument("--rows", type=int, nargs="*", default=[1024, 4096])
+    parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
     args = parser.parse_args()
     out_dir = Path(args.out)
     lib = build(out_dir)
@@ -84,7 +88,8 @@ def main() -> int:
         fns = {"library kb14::colsum_matvec": lambda t: colsum_matvec(t, c, SCALE),
                "tail (same bytes)": lambda t: kernels.div_sum_scale(t, 2, 1.5),
                "torch.mv": lambda t: torch.mv(t, c32), "inductor x @ colsum": compiled}
-        fns.update({f"v{v} {name}": variant_fn(lib, v, c, c32, programmatic) for v, name in VARIANTS.items()})
+        fns.update({f"v{v} {name}": variant_fn(lib, v, c, c32, programmatic) for v, name in VARIANTS.items()
+                    if not args.variants or v in args.variants})
         exact = (x.double() @ c * SCALE).unsqueeze(1)
         library = fns["library kb14::colsum_matvec"](x)
         notes = {}

@@ -96,21 +96,15 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
   }
 }
 
-// The library's lean kernel compiled for rows of exactly U vectors per thread (kExactRows:
-// no bounds checks, no loop), programmatic launch, the library's loads and packed multiply.
+// The lean kernel compiled for rows of exactly U vectors per thread (kExactRows: no
+// bounds checks, no loop), programmatic launch, the library's loads and packed multiply:
+// what the library launches for fp32 rows of 8192, here for every type.
 template <typename T, int V>
 int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   constexpr int U = V == 8 ? 2 : 4;  // as launch_lean_shape
   if (!p.split_y || g.cols != int64_t(U) * V * kLeanBlock) return -1;
-  const LeanArgs<T> a = lean_args(g);
-  const dim3 grid(static_cast<unsigned>(g.rows));
-  if constexpr (sizeof(T) == 2) {
-    if (packed_quotient_exact<T>(a.inv))
-      return launch_programmatic(lean_rows_kernel<T, V, U, kLeanLoad, true, false, false, true, true>, grid,
-                                 dim3(kLeanBlock), 0, stream, true, a);
-  }
-  return launch_programmatic(lean_rows_kernel<T, V, U, kLeanLoad, true, false, false, false, true>, grid,
-                             dim3(kLeanBlock), 0, stream, true, a);
+  return launch_lean_variant<T, V, U, kLeanLoad, true, false, false, true>(lean_args(g), static_cast<unsigned>(g.rows),
+                                                                           stream);
 }
 
 template <typename T>
@@ -151,9 +145,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
+  opt.exact_rows = variant != 26;
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
+    case 2: case 3: case 21: case 26: return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
     case 24: return launch_lean<T, V, LeanLoad::kCacheStreaming>(p, a, prop, opt, stream);
@@ -172,7 +167,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // lean order with each row fetched by the bulk-copy engine (fp32 rows of 8192 only);
 // 20-24 the lean kernel, programmatic launch, with each LeanLoad (cached, streaming
 // read-only, evict-first in L1 and L2, streaming, .cs); 25 the library's lean kernel
-// compiled for rows of exactly its vector count (kExactRows; rows of 8192 only). Variants tried and removed (L2 bulk prefetch one
+// compiled for rows of exactly its vector count (kExactRows; rows of 8192 only; the library's
+// choice for fp32); 26 the library's lean kernel with its loop and bounds checks on every
+// row length (before the loop-free kernel). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.

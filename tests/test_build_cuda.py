@@ -72,8 +72,9 @@ def test_cuda_launcher_builds_without_torch_headers(tmp_path, arch, programmatic
     assert result.returncode == 0, report[-3000:]
     lean = re.findall(r"Compiling entry function '(_ZN4kb144tail16lean_rows_kernel[^']+)'", report)
     # float, half, bfloat16 x (block or warp per row) x (aligned or shifted rows), one launch
-    # kind; half and bfloat16 again with the packed multiply (power-of-two 1 / divisor)
-    assert len(set(lean)) == 12 + 8, lean
+    # kind; half and bfloat16 again with the packed multiply (power-of-two 1 / divisor); float
+    # rows of exactly one chunk (kExactRows)
+    assert len(set(lean)) == 12 + 8 + 1, lean
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
