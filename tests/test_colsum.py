@@ -391,7 +391,10 @@ def test_bad_inputs():
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(1024, 8192, 8192), (1, 1, 1), (3, 7, 5), (2, 300_001, 9), (37, 1001, 333),
-                                   (5000, 64, 100)])
+                                   (5000, 64, 100),
+                                   # the resident kernel: 2 or 4 vectors per thread, the last partly
+                                   # filled, rows not a multiple of its grid, odd and even rows per block
+                                   (1000, 4104, 64), (3001, 8184, 32), (600, 2052, 16)])
 def test_gpu_matches_oracle_and_cpu(dtype, shape):
     b, k, h = shape
     gen = torch.Generator(device="cuda").manual_seed(b + k + h)
@@ -412,8 +415,9 @@ def test_gpu_matches_oracle_and_cpu(dtype, shape):
 def test_gpu_layouts_and_misalignment():
     gen = torch.Generator(device="cuda").manual_seed(0)
     base = torch.randn(513, 4101, device="cuda", generator=gen)
+    padded = torch.randn(700, 8200, device="cuda", generator=gen)[:, :8192]  # aligned rows, stride != cols
     for name, t in {"offset 1": base[:, 1:], "offset 3 rows": base[3:, 3:4003], "strided": base[:, ::2],
-                    "transposed": base[:, :700].t()}.items():
+                    "transposed": base[:, :700].t(), "padded rows": padded}.items():
         torch.testing.assert_close(colsum(t), t.double().sum(0), rtol=1e-12, atol=1e-9, msg=name)
         c = torch.randn(t.shape[1], device="cuda", dtype=torch.float64, generator=gen)
         torch.testing.assert_close(colsum_matvec(t, c, 0.75).double(), (t.double() @ c * 0.75).unsqueeze(1),
