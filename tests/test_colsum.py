@@ -406,8 +406,15 @@ def test_gpu_matches_oracle_and_cpu(dtype, shape):
     out = colsum_matvec(x, c, 0.75)
     truth = colsum_matvec_reference(x, w, 0.75)
     assert out.shape == (b, 1) and out.dtype == dtype
-    torch.testing.assert_close(out.double(), truth.to(dtype).double(), rtol=tol(dtype), atol=0)
     cpu = colsum_matvec(x.cpu(), colsum(w.cpu()), 0.75)
+    if dtype == torch.float64:
+        # fp64 against the fp64 oracle: both carry fp64 summation error, which a row whose
+        # terms cancel makes large relative to its result; bound it by the sums' forward
+        # error bound instead, 2 (k + h) eps sum_k |x_k| sum_j |w_jk| |scale|.
+        bound = 2 * (k + h) * torch.finfo(torch.float64).eps * (x.abs() @ w.abs().sum(0) * 0.75).unsqueeze(1)
+        assert ((out - truth).abs() <= bound).all() and ((out.cpu() - cpu).abs() <= bound.cpu()).all()
+        return
+    torch.testing.assert_close(out.double(), truth.to(dtype).double(), rtol=tol(dtype), atol=0)
     torch.testing.assert_close(out.cpu().double(), cpu.double(), rtol=tol(dtype), atol=0)
 
 
