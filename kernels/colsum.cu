@@ -352,6 +352,17 @@ __global__ void __launch_bounds__(kResidentThreads, 2)
   constexpr int V = Vec16<T>::V;
   __shared__ double warp_sums[2][kResidentWarps];
   const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
+  uint4 buf[U];
+  auto load_row = [&](int r) {
+    const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (t + u * kResidentThreads < nvec) buf[u] = __ldcs(row + t + u * kResidentThreads);
+  };
+  // x and c may both be the previous kernel's output: nothing is read before the wait.
+  wait_for_prior_grids();
+  int r = blockIdx.x;
+  load_row(r);
   const double2* c2 = reinterpret_cast<const double2*>(c);
   double2 cs[U][V / 2];
 #pragma unroll
@@ -360,16 +371,6 @@ __global__ void __launch_bounds__(kResidentThreads, 2)
 #pragma unroll
     for (int i = 0; i < V / 2; ++i) cs[u][i] = v < nvec ? __ldg(c2 + (v * V) / 2 + i) : make_double2(0.0, 0.0);
   }
-  uint4 buf[U];
-  auto load_row = [&](int r) {
-    const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (t + u * kResidentThreads < nvec) buf[u] = __ldcs(row + t + u * kResidentThreads);
-  };
-  wait_for_prior_grids();
-  int r = blockIdx.x;
-  load_row(r);
   allow_dependent_launch();
   // One row: its products, the next row's loads, then its block sum in shared slots `parity`.
   auto row_step = [&](int parity) {

@@ -106,6 +106,18 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   constexpr int kWarps = kThreads / 32;
   __shared__ double warp_sums[2][kWarps];
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  uint4 buf[kRowsAhead][U];
+  auto load_row = [&](uint4 (&b)[U], int r) {
+    const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (t + u * kThreads < nvec) b[u] = __ldcs(row + t + u * kThreads);
+  };
+  wait_for_prior_grids();  // before any read: x and c may be the previous kernel's output
+  int r = blockIdx.x;
+#pragma unroll
+  for (int a = 0; a < kRowsAhead; ++a)
+    if (r + a * int(gridDim.x) < rows) load_row(buf[a], r + a * gridDim.x);
   const double2* c2 = reinterpret_cast<const double2*>(c);
   double2 ca[U], cb[U];
 #pragma unroll
@@ -114,18 +126,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     ca[u] = cb[u] = make_double2(0.0, 0.0);
     if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
   }
-  uint4 buf[kRowsAhead][U];
-  auto load_row = [&](uint4 (&b)[U], int r) {
-    const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (t + u * kThreads < nvec) b[u] = __ldcs(row + t + u * kThreads);
-  };
-  wait_for_prior_grids();
-  int r = blockIdx.x;
-#pragma unroll
-  for (int a = 0; a < kRowsAhead; ++a)
-    if (r + a * int(gridDim.x) < rows) load_row(buf[a], r + a * gridDim.x);
   allow_dependent_launch();
   // One row: its products from `cur`, the loads of the row kRowsAhead ahead into `cur`,
   // then the block sum (shared slots `parity`).
