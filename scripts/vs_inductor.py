@@ -11,6 +11,10 @@ under four methods, all in one process:
   write flush; median), the GPU time with the host hidden behind the flush.
 * read_flush: bench.py's robust method (one call after a 256 MB read flush, median).
 * rotating: CUDA-graph replay of calls back to back over L2-cold copies (median).
+* kernelbench_interleaved, read_flush_interleaved: the two single-call methods again,
+  with the four functions called in turn, round by round (each call still after its own
+  flush, timed alone), so that the clock and memory drift of a sequential run, which
+  moves a ~10 us kernel by several percent, hits all four alike.
 
 With Nsight Compute on the PATH it also profiles 1024 x 8192 fp32 (ours, Inductor's,
 an empty kernel and an unordered read of the same bytes on the same machine: what any
@@ -45,10 +49,28 @@ SHAPES = [(128, 8192), (1024, 8192), (4096, 8192), (16384, 8192), (1024, 65536),
           (3, 200003)]
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 METHODS = ("kernelbench", "do_bench", "read_flush", "rotating")
+INTERLEAVED = ("kernelbench_interleaved", "read_flush_interleaved")
+ROUNDS = 200
 
 
 def ours(y):
     return kernels.div_sum_scale(y, 2, 1.5)
+
+
+def interleaved_times(fns: dict, y: torch.Tensor, backend) -> dict:
+    """Microseconds per function of the two single-call methods, the functions taken in turn:
+    KernelBench's per-call protocol (synchronize, 256 MB write flush, events around one
+    call, synchronize; 3 warm-ups each) for ROUNDS rounds, and the read-flush calls
+    (timing.interleaved_robust_time). Medians."""
+    calls = {name: (lambda fn=fn: fn(y)) for name, fn in fns.items()}
+    for call in calls.values():
+        for _ in range(3):
+            call()
+    backend.sync()
+    kb = timing.paired_time(calls, rounds=ROUNDS, backend=backend)
+    rf = timing.interleaved_robust_time(fns, (y,), rounds=ROUNDS, backend=backend)
+    return {name: {"kernelbench_interleaved": statistics.median(kb[name]) * 1e3,
+                   "read_flush_interleaved": statistics.median(rf[name]) * 1e3} for name in fns}
 
 
 @torch.no_grad()  # KernelBench's protocol; with grad on, ModelNewColsum recomputes its column sum
@@ -96,16 +118,22 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
     compiled = torch.compile(lambda t: (t @ colsum32 * 0.75).unsqueeze(1), dynamic=False)
     compiled(x)
     copies = timing.rotating_copies(x, l2, cap=64)
+    fns = {"ModelNewColsum.forward": model, "inductor x @ colsum": compiled,
+           "torch.mv": lambda t: torch.mv(t, colsum32)}
+    together = interleaved_times(fns, x, backend)
     rows = []
-    for name, fn in (("ModelNewColsum.forward", model), ("inductor x @ colsum", compiled),
-                     ("torch.mv", lambda t: torch.mv(t, colsum32))):
-        t = time_methods(fn, x, copies, backend)
-        rows.append({"what": name, "shape": [1024, 8192], **{m: t[m] for m in METHODS}})
+    for name, fn in fns.items():
+        t = {**time_methods(fn, x, copies, backend), **together[name]}
+        rows.append({"what": name, "shape": [1024, 8192], **{m: t[m] for m in METHODS + INTERLEAVED}})
     return rows
 
 
+NCU_ROUNDS = 7
+
+
 def ncu_target() -> None:
-    """What `--ncu` profiles: each candidate three times in a cudaProfilerStart/Stop range."""
+    """What `--ncu` profiles: the candidates in turn, NCU_ROUNDS rounds, in a
+    cudaProfilerStart/Stop range."""
     lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), torch_order())
     prop = torch.cuda.get_device_properties(0)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
@@ -120,15 +148,16 @@ def ncu_target() -> None:
         fn(y)
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
-    for fn in fns.values():
-        for _ in range(3):
+    for _ in range(NCU_ROUNDS):  # in turn, so that any drift over the session hits all alike
+        for fn in fns.values():
             fn(y)
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
 
 
 def run_ncu() -> dict | None:
-    metrics = "gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread"
+    metrics = ("gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,"
+               "smsp__inst_executed.sum")
     cmd = ["ncu", "--clock-control", "none", "--cache-control", "all", "--profile-from-start", "off", "--metrics",
            metrics, sys.executable, str(Path(__file__).resolve()), "--ncu-target"]
     try:
@@ -142,13 +171,16 @@ def run_ncu() -> dict | None:
         name = block.split("(")[0].strip()
         kind = next((k for key, k in kinds.items() if key in name), None)
         values = dict(re.findall(r"(gpu__time_duration\.sum|dram__throughput\.avg\.pct_of_peak_sustained_elapsed|"
-                                 r"launch__registers_per_thread)\s+\S+\s+([\d.,]+)", block))
+                                 r"launch__registers_per_thread|smsp__inst_executed\.sum)\s+\S*\s+([\d.,]+)", block))
         if kind and values:
             found.setdefault(kind, []).append({"kernel": name[:80], **{k: float(v.replace(",", ""))
                                                                       for k, v in values.items()}})
     summary = {k: {"duration_us_median": statistics.median(r["gpu__time_duration.sum"] for r in v),
                    "dram_pct_median": statistics.median(r["dram__throughput.avg.pct_of_peak_sustained_elapsed"]
                                                         for r in v),
+                   "duration_us_range": [min(r["gpu__time_duration.sum"] for r in v),
+                                         max(r["gpu__time_duration.sum"] for r in v)],
+                   "instructions": v[0].get("smsp__inst_executed.sum"),
                    "registers": v[0]["launch__registers_per_thread"], "kernel": v[0]["kernel"], "runs": len(v)}
                for k, v in found.items()}
     if not summary:
@@ -160,7 +192,9 @@ def markdown(result: dict) -> str:
     lines = [f"# The tail against Inductor ({result['gpu']}, torch {result['torch']}, commit {result['commit']})", "",
              "Times in microseconds, medians; `bits` says whether the result equals the eager tail's bit for bit.",
              f"Read ceiling (torch.sum of 2 GiB fp32) in the same run: {result['read_ceiling_gbps']:.0f} GB/s.", ""]
-    for method in METHODS:
+    for method in METHODS + INTERLEAVED:
+        if not any(r["method"] == method for r in result["rows"]):
+            continue
         lines += [f"## {method}", "", "| shape | dtype | ours | Inductor | eager | torch.sum | ours / Inductor | "
                   "bits ours | bits Inductor | ours, % of read ceiling |", "|" + " --- |" * 10]
         for r in result["rows"]:
@@ -173,18 +207,23 @@ def markdown(result: dict) -> str:
                          f"{pct:.0f}% |")
         lines.append("")
     if result.get("ncu"):
-        lines += ["## Nsight Compute, 1024 x 8192 fp32 (kernel duration, median of 3)", "",
-                  "| kernel | duration us | DRAM % of peak | registers |", "| --- | --- | --- | --- |"]
+        runs = next((v["runs"] for v in result["ncu"].values() if isinstance(v, dict) and "runs" in v), 0)
+        lines += [f"## Nsight Compute, 1024 x 8192 fp32 (kernel duration, median and range of {runs}, taken in turn)",
+                  "", "| kernel | duration us | range | DRAM % of peak | registers | instructions |",
+                  "|" + " --- |" * 6]
         for k, v in result["ncu"].items():
             if isinstance(v, dict) and "duration_us_median" in v:
-                lines.append(f"| {k} (`{v['kernel'][:50]}`) | {v['duration_us_median']:.2f} | "
-                             f"{v['dram_pct_median']:.1f} | {v['registers']:.0f} |")
+                lo, hi = v.get("duration_us_range", [float("nan")] * 2)
+                inst = f"{v['instructions'] / 1e6:.2f} M" if v.get("instructions") else "-"
+                lines.append(f"| {k} (`{v['kernel'][:50]}`) | {v['duration_us_median']:.2f} | {lo:.2f}-{hi:.2f} | "
+                             f"{v['dram_pct_median']:.1f} | {v['registers']:.0f} | {inst} |")
         lines.append("")
     if result.get("colsum_forward"):
-        lines += ["## ModelNewColsum's forward, 1024 x 8192 fp32, under torch.no_grad() (column sum cached)", "", "| what | " + " | ".join(METHODS) + " |",
-                  "|" + " --- |" * (len(METHODS) + 1)]
+        methods = [m for m in METHODS + INTERLEAVED if m in result["colsum_forward"][0]]
+        lines += ["## ModelNewColsum's forward, 1024 x 8192 fp32, under torch.no_grad() (column sum cached)", "",
+                  "| what | " + " | ".join(methods) + " |", "|" + " --- |" * (len(methods) + 1)]
         for r in result["colsum_forward"]:
-            lines.append(f"| {r['what']} | " + " | ".join(f"{r[m]:.2f}" for m in METHODS) + " |")
+            lines.append(f"| {r['what']} | " + " | ".join(f"{r[m]:.2f}" for m in methods) + " |")
         lines.append("")
     lines += ["## Host time per call (us, back-to-back calls on tiny CUDA inputs, under torch.no_grad())", "",
               "| call | us |", "| --- | --- |"]
@@ -237,10 +276,11 @@ def main() -> int:
             ref = eager_tail(y)
             bits = {"ours": bool(torch.equal(ours(y), ref)), "inductor": bool(torch.equal(compiled(y), ref))}
             copies = timing.rotating_copies(y, l2, cap=64)
-            times = {name: time_methods(fn, y, copies, backend)
-                     for name, fn in (("ours", ours), ("inductor", compiled), ("eager", eager_tail),
-                                      ("torch_sum", row_sum))}
-            for method in METHODS:
+            fns = {"ours": ours, "inductor": compiled, "eager": eager_tail, "torch_sum": row_sum}
+            times = {name: time_methods(fn, y, copies, backend) for name, fn in fns.items()}
+            for name, t in interleaved_times(fns, y, backend).items():
+                times[name].update(t)
+            for method in METHODS + INTERLEAVED:
                 rows.append({"shape": [rows_, cols], "dtype": dname, "method": method, "bytes": y.numel() * y.element_size(),
                              "ours_us": times["ours"][method], "inductor_us": times["inductor"][method],
                              "eager_us": times["eager"][method], "torch_sum_us": times["torch_sum"][method],
