@@ -107,6 +107,20 @@ int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
                                                                            stream);
 }
 
+// The warp-per-row lean kernel with three vectors in flight per lane instead of two
+// (fp32 only: 16-bit types spill at 32 registers).
+template <typename T, int V>
+int launch_warp_rows_u3(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+  if constexpr (sizeof(T) == 4) {
+    if (p.split_y) return -1;
+    const LeanArgs<T> a = lean_args(g);
+    const auto grid = static_cast<unsigned>(ceil_div(g.rows, kLeanWarps));
+    return g.cols % V ? launch_lean_variant<T, V, 3, kLeanLoad, true, true, true>(a, grid, stream)
+                      : launch_lean_variant<T, V, 3, kLeanLoad, true, true, false>(a, grid, stream);
+  }
+  return -1;
+}
+
 template <typename T>
 int run(int variant, const void* y, long long rows, long long cols, long long row_stride, void* out,
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
@@ -143,6 +157,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
   if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);
+  if (variant == 27) return launch_warp_rows_u3<T, V>(p, a, stream);
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
   opt.exact_rows = variant != 26;
@@ -169,7 +184,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // read-only, evict-first in L1 and L2, streaming, .cs); 25 the library's lean kernel
 // compiled for rows of exactly its vector count (kExactRows; rows of 8192 only; the library's
 // choice for fp32); 26 the library's lean kernel with its loop and bounds checks on every
-// row length (before the loop-free kernel). Variants tried and removed (L2 bulk prefetch one
+// row length (before the loop-free kernel); 27 the warp-per-row lean kernel with three
+// vectors in flight per lane (fp32; the library keeps two). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
