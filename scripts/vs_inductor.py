@@ -19,7 +19,8 @@ under four methods, all in one process:
 With Nsight Compute on the PATH it also profiles 1024 x 8192 fp32 (ours, Inductor's,
 an empty kernel and an unordered read of the same bytes on the same machine: what any
 kernel pays) and stores the durations under "ncu". "host_us" holds the host time per
-call of back-to-back calls on tiny inputs.
+call of back-to-back calls on tiny inputs (rounds of 2000 calls of each function in turn;
+the median round).
 
     KB14_GIT_COMMIT=<sha> python scripts/vs_inductor.py --out results
 """
@@ -51,6 +52,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 METHODS = ("kernelbench", "do_bench", "read_flush", "rotating")
 INTERLEAVED = ("kernelbench_interleaved", "read_flush_interleaved")
 ROUNDS = 200
+HOST_ROUNDS = 9
 
 
 def ours(y):
@@ -88,20 +90,23 @@ def host_times() -> dict:
            "torch.ops.kb14.div_sum_scale": lambda: op(y, 2.0, 1.5), "eager tail": lambda: eager_tail(y),
            "ModelNewColsum(x)": lambda: model(x), "ModelNewColsum.forward": lambda: model.forward(x),
            "torch.mv": lambda: torch.mv(x, c)}
-    out = {}
-    for name, fn in fns.items():
+    for fn in fns.values():
         for _ in range(200):
             fn()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(5):
+    torch.cuda.synchronize()
+    # Rounds of 2000 calls of each function in turn (the order rotated), so that the
+    # host's drift over the run hits every function alike; the median round per function.
+    names = list(fns)
+    samples = {name: [] for name in names}
+    for r in range(HOST_ROUNDS):
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            fn = fns[name]
             t0 = time.perf_counter()
             for _ in range(2000):
                 fn()
-            samples.append((time.perf_counter() - t0) / 2000 * 1e6)
+            samples[name].append((time.perf_counter() - t0) / 2000 * 1e6)
             torch.cuda.synchronize()
-        out[name] = statistics.median(samples)
-    return out
+    return {name: statistics.median(v) for name, v in samples.items()}
 
 
 @torch.no_grad()  # KernelBench's protocol; with grad on, ModelNewColsum recomputes its column sum
