@@ -319,14 +319,6 @@ __global__ void __launch_bounds__(kThreads, 8) colsum_matvec_aligned_kernel(cons
   if (threadIdx.x == 0) out[blockIdx.x * out_stride] = narrow<T>(__dmul_rn(scale, total));
 }
 
-// Rows of at most 16 elements per thread of a 512-thread block (fp32 and 16-bit types,
-// K <= 8192), every row 16-byte aligned: each thread holds the column sums of its U
-// vectors of the row in registers, loaded once, and its block loops over rows b,
-// b + gridDim.x, ... (grid: the blocks that fit at once). Every row then reads only x;
-// the aligned kernel above reads 8 bytes of column sums (from L1 or L2) per 4 of x.
-// The next row's loads are issued before this row's block sum, whose shared slots
-// alternate between rows so one barrier per row suffices. Rows are summed in the
-// aligned kernel's pattern (two fp64 chains per thread, then the block's tree).
 // Element i of a 16-byte vector held as four 32-bit words, widened to double.
 template <typename T>
 __device__ __forceinline__ double element_of(const uint32_t (&words)[4], int i) {
@@ -342,6 +334,15 @@ __device__ __forceinline__ double element_of(const uint32_t (&words)[4], int i) 
   }
 }
 
+// Rows of more than one and at most 16 elements per thread of a 512-thread block (fp32:
+// 2049-8192 columns, 16-bit: 4097-8192), every row 16-byte aligned, rows not split across
+// blocks: each thread holds the column sums of its U vectors of the row in registers,
+// loaded once, and its block loops over rows b, b + gridDim.x, ... (grid: the blocks that
+// fit at once). Every row then reads only x; the aligned kernel above reads 8 bytes of
+// column sums (from L1 or L2) per 4 of x. The next row's loads are issued before this
+// row's block sum, whose shared slots alternate between rows so one barrier per row
+// suffices. Rows are summed in the aligned kernel's pattern (two fp64 chains per thread,
+// then the block's tree).
 constexpr int kResidentThreads = 512;
 constexpr int kResidentWarps = kResidentThreads / kWarp;
 
