@@ -180,7 +180,6 @@ struct Args {
   int64_t cols;
   int step;
   int ctas;
-  int by_logical;  // warps per row in the reference block (by when split, else 1)
   op_t inv;        // 1 / divisor in the op math type, as the reference's host code computes it
   op_t scale;
 };
@@ -237,25 +236,22 @@ __device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t
   return Arith<scalar_t>::quotient(row[e * col_stride], inv);
 }
 
-// Leaves of the vectorised path (input_vectorized_thread_reduce_impl) for G logical
-// threads this physical thread plays, logical ids t[0] < t[1] < ... All of a
-// batch's loads are issued before any is consumed; each accumulator receives its
-// elements in the reference's order. In-row offsets fit in 32 bits: the fused path
+// The leaf of logical thread t on the vectorised path (input_vectorized_thread_reduce_impl).
+// All of a batch's U loads are issued before any is consumed; each accumulator receives
+// its elements in the reference's order. In-row offsets fit in 32 bits: the fused path
 // only takes tensors of fewer than 2^31 bytes.
-template <typename scalar_t, int V, int G, int U, bool kVectorLoads>
-__device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const scalar_t* row, int shift,
-                                                  const int (&t)[G], int lane, bool owns_edges,
-                                                  typename Args<scalar_t>::acc_t (&leaf)[G]) {
+template <typename scalar_t, int V, int U, bool kVectorLoads>
+__device__ __forceinline__ typename Args<scalar_t>::acc_t vectorized_leaf(const Args<scalar_t>& a,
+                                                                          const scalar_t* row, int shift, int t,
+                                                                          int lane, bool owns_edges) {
   using acc_t = typename Args<scalar_t>::acc_t;
   const int cols = static_cast<int>(a.cols);
   int end = cols, base = 0;
-  acc_t acc[G][V];
+  acc_t acc[V];
 #pragma unroll
-  for (int j = 0; j < G; ++j)
-#pragma unroll
-    for (int i = 0; i < V; ++i) acc[j][i] = acc_t(0);
+  for (int i = 0; i < V; ++i) acc[i] = acc_t(0);
   if (shift > 0) {
-    if (owns_edges && lane >= shift && lane < V) acc[0][0] = acc_t(0) + element(row, a.col_stride, lane - shift, a.inv);
+    if (owns_edges && lane >= shift && lane < V) acc[0] = acc_t(0) + element(row, a.col_stride, lane - shift, a.inv);
     end = cols + shift - V;
     base = V - shift;
   }
@@ -263,152 +259,115 @@ __device__ __forceinline__ void vectorized_leaves(const Args<scalar_t>& a, const
   const int step = a.step;
   const scalar_t* vbase = row + base * a.col_stride;
 
-  for (int k0 = 0; t[0] + k0 * step < nvec; k0 += U) {
-    Vec<scalar_t, V> buf[G][U];
+  for (int k0 = 0; t + k0 * step < nvec; k0 += U) {
+    Vec<scalar_t, V> buf[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
+      const int idx = t + (k0 + u) * step;
+      if (idx < nvec) {
+        if constexpr (kVectorLoads) {
+          buf[u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
+        } else {
 #pragma unroll
-      for (int j = 0; j < G; ++j) {
-        const int idx = t[j] + (k0 + u) * step;
-        if (idx < nvec) {
-          if constexpr (kVectorLoads) {
-            buf[j][u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
-          } else {
-#pragma unroll
-            for (int i = 0; i < V; ++i) buf[j][u].v[i] = vbase[int64_t(idx * V + i) * a.col_stride];
-          }
+          for (int i = 0; i < V; ++i) buf[u].v[i] = vbase[int64_t(idx * V + i) * a.col_stride];
         }
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
+      if (t + (k0 + u) * step < nvec) {
 #pragma unroll
-      for (int j = 0; j < G; ++j) {
-        if (t[j] + (k0 + u) * step < nvec) {
-#pragma unroll
-          for (int i = 0; i < V; ++i) acc[j][i] = acc[j][i] + Arith<scalar_t>::quotient(buf[j][u].v[i], a.inv);
-        }
+        for (int i = 0; i < V; ++i) acc[i] = acc[i] + Arith<scalar_t>::quotient(buf[u].v[i], a.inv);
       }
     }
   }
   if (owns_edges) {
     const int e = end - end % V + lane;
-    if (e < end) acc[0][0] = acc[0][0] + element(vbase, a.col_stride, e, a.inv);
+    if (e < end) acc[0] = acc[0] + element(vbase, a.col_stride, e, a.inv);
   }
+  acc_t v = acc[0];
 #pragma unroll
-  for (int j = 0; j < G; ++j) {
-    acc_t v = acc[j][0];
-#pragma unroll
-    for (int i = 1; i < V; ++i) v = v + acc[j][i];
-    leaf[j] = v;
-  }
+  for (int i = 1; i < V; ++i) v = v + acc[i];
+  return v;
 }
 
-// Leaves of the scalar path (thread_reduce_impl, vt0 accumulators): logical thread
-// t's m-th element, t + m * step, goes to accumulator m % vt0.
-template <typename scalar_t, int G>
-__device__ void scalar_leaves(const Args<scalar_t>& a, const scalar_t* row, const int (&t)[G],
-                              typename Args<scalar_t>::acc_t (&leaf)[G]) {
+// The leaf of logical thread t on the scalar path (thread_reduce_impl, vt0 accumulators):
+// its m-th element, t + m * step, goes to accumulator m % vt0.
+template <typename scalar_t>
+__device__ typename Args<scalar_t>::acc_t scalar_leaf(const Args<scalar_t>& a, const scalar_t* row, int t) {
   using acc_t = typename Args<scalar_t>::acc_t;
-#pragma unroll
-  for (int j = 0; j < G; ++j) {
-    acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
-    int64_t e = t[j];
-    for (int m = 0; e < a.cols; ++m, e += a.step) {
-      const acc_t v = element(row, a.col_stride, e, a.inv);
-      switch (m & 3) {
-        case 0: acc[0] = acc[0] + v; break;
-        case 1: acc[1] = acc[1] + v; break;
-        case 2: acc[2] = acc[2] + v; break;
-        default: acc[3] = acc[3] + v; break;
-      }
+  acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
+  int64_t e = t;
+  for (int m = 0; e < a.cols; ++m, e += a.step) {
+    const acc_t v = element(row, a.col_stride, e, a.inv);
+    switch (m & 3) {
+      case 0: acc[0] = acc[0] + v; break;
+      case 1: acc[1] = acc[1] + v; break;
+      case 2: acc[2] = acc[2] + v; break;
+      default: acc[3] = acc[3] + v; break;
     }
-    leaf[j] = ((acc[0] + acc[1]) + acc[2]) + acc[3];
   }
+  return ((acc[0] + acc[1]) + acc[2]) + acc[3];
 }
 
-// Leaves for G logical threads, by the path the reference takes for this row.
-template <typename scalar_t, int V, int G, int U>
-__device__ __forceinline__ void row_leaves(const Args<scalar_t>& a, bool vectorized, const scalar_t* row, int64_t r,
-                                           const int (&t)[G], int lane, bool owns_edges,
-                                           typename Args<scalar_t>::acc_t (&leaf)[G]) {
-  if (!vectorized) {
-    scalar_leaves<scalar_t, G>(a, row, t, leaf);
-    return;
-  }
+// The leaf of logical thread t, by the path the reference takes for this row.
+template <typename scalar_t, int V, int U>
+__device__ __forceinline__ typename Args<scalar_t>::acc_t row_leaf(const Args<scalar_t>& a, bool vectorized,
+                                                                   const scalar_t* row, int64_t r, int t, int lane,
+                                                                   bool owns_edges) {
+  if (!vectorized) return scalar_leaf<scalar_t>(a, row, t);
   // The reference's quotient is a fresh, aligned tensor: row r starts r * cols
   // elements in, so its misalignment is (r * cols) mod V.
   const int shift = static_cast<int>((r * a.cols) % V);
   const int base = shift > 0 ? V - shift : 0;
   const bool aligned = a.col_stride == 1 && reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
-  if (aligned) {
-    vectorized_leaves<scalar_t, V, G, U, true>(a, row, shift, t, lane, owns_edges, leaf);
-  } else {
-    vectorized_leaves<scalar_t, V, G, U, false>(a, row, shift, t, lane, owns_edges, leaf);
-  }
+  return aligned ? vectorized_leaf<scalar_t, V, U, true>(a, row, shift, t, lane, owns_edges)
+                 : vectorized_leaf<scalar_t, V, U, false>(a, row, shift, t, lane, owns_edges);
 }
 
-// Rows split across warps (and possibly blocks): one physical block per (row, c).
-// Physical thread (x, yp) plays logical threads (x, yp + j * blockDim.y), j < LPP,
-// G of them at a time.
-template <typename scalar_t, int V, int LPP, int U>
-// With one logical thread per physical thread, 40 registers fit three 512-thread
-// blocks per SM (double needs more and keeps two).
-__global__ void __launch_bounds__(kMaxThreads / LPP, (LPP == 1 && sizeof(scalar_t) < 8) ? 3 : 1) split_row_kernel(Args<scalar_t> a, bool vectorized) {
+// Rows split across warps (and possibly blocks): one physical block per (row, c), one
+// physical thread per logical thread, as the reference launches it. 40 registers fit
+// three 512-thread blocks per SM (double needs more and keeps two).
+template <typename scalar_t, int V, int U>
+__global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) split_row_kernel(Args<scalar_t> a,
+                                                                                             bool vectorized) {
   using acc_t = typename Args<scalar_t>::acc_t;
-  constexpr int G = LPP < 4 ? LPP : 4;
   __shared__ acc_t smem[kMaxThreads];
   __shared__ acc_t warp_totals[kWarp];
-  const int bx = blockDim.x;
-  const int x = threadIdx.x, yp = threadIdx.y;
+  const int bx = blockDim.x, by = blockDim.y;
+  const int x = threadIdx.x, y = threadIdx.y;
   const int64_t r = blockIdx.x;
   const int c = blockIdx.y;
-  const int by = a.by_logical;
   const scalar_t* row = a.y + r * a.row_stride;
-
-  acc_t leaf[LPP];
-#pragma unroll
-  for (int j0 = 0; j0 < LPP; j0 += G) {
-    int t[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) t[g] = x + bx * (yp + (j0 + g) * blockDim.y) + bx * by * c;
-    acc_t part[G];
-    row_leaves<scalar_t, V, G, U>(a, vectorized, row, r, t, x, j0 == 0 && yp == 0 && c == 0, part);
-#pragma unroll
-    for (int g = 0; g < G; ++g) leaf[j0 + g] = part[g];
-  }
+  const int t = x + bx * y + bx * by * c;
+  const acc_t leaf = row_leaf<scalar_t, V, U>(a, vectorized, row, r, t, x, y == 0 && c == 0);
 
   acc_t total;
   if constexpr (kOrder.lanes_before_warps) {
-#pragma unroll
-    for (int j = 0; j < LPP; ++j) {
-      const acc_t w = lane_tree(leaf[j], bx, x, smem + yp * bx);
-      if (x == 0) warp_totals[yp + j * blockDim.y] = w;
-    }
+    const acc_t w = lane_tree(leaf, bx, x, smem + y * bx);
+    if (x == 0) warp_totals[y] = w;
     __syncthreads();
-    if (yp != 0 || x >= kWarp) return;
+    if (y != 0 || x >= kWarp) return;
     total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
   } else {
     // Warps first: for each lane, the halving tree over the warps, then the lanes.
-    acc_t* grid_smem = smem;
-#pragma unroll
-    for (int j = 0; j < LPP; ++j) grid_smem[(yp + j * blockDim.y) * bx + x] = leaf[j];
+    smem[y * bx + x] = leaf;
     __syncthreads();
     // One warp walks the lanes (a row of the block may span several warps: each lane
     // must be folded exactly once, and __syncwarp orders only one warp's accesses).
-    if (yp != 0 || x >= kWarp) return;
+    if (y != 0 || x >= kWarp) return;
     for (int lane = x; lane < bx; lane += kWarp) {
       for (int offset = by >> 1; offset > 0; offset >>= 1)
-        for (int w = 0; w < offset; ++w) grid_smem[w * bx + lane] = grid_smem[w * bx + lane] + grid_smem[(w + offset) * bx + lane];
+        for (int w = 0; w < offset; ++w) smem[w * bx + lane] = smem[w * bx + lane] + smem[(w + offset) * bx + lane];
     }
     __syncwarp();
     if (bx > kWarp) {
       for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
-        for (int lane = x; lane < offset; lane += kWarp) grid_smem[lane] = grid_smem[lane] + grid_smem[lane + offset];
+        for (int lane = x; lane < offset; lane += kWarp) smem[lane] = smem[lane] + smem[lane + offset];
         __syncwarp();
       }
     }
-    total = shuffle_tree(x < bx ? grid_smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
+    total = shuffle_tree(x < bx ? smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
   }
   if (x != 0) return;
   if (a.ctas > 1) {
@@ -465,10 +424,8 @@ __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a,
   const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool live = r < a.rows;
   const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
-  const int t[1] = {x};
-  acc_t leaf[1] = {acc_t(0)};
-  if (live) row_leaves<scalar_t, V, 1, U>(a, vectorized, row, r, t, x, true, leaf);
-  const acc_t total = lane_tree(leaf[0], bx, x, lanes_smem + threadIdx.y * bx);
+  const acc_t leaf = live ? row_leaf<scalar_t, V, U>(a, vectorized, row, r, x, x, true) : acc_t(0);
+  const acc_t total = lane_tree(leaf, bx, x, lanes_smem + threadIdx.y * bx);
   if (live && x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
@@ -769,7 +726,7 @@ cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, cudaStream_t 
   if (p.split_y) {
     const dim3 block(p.bx, p.by);
     const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
-    split_row_kernel<scalar_t, V, 1, U><<<grid, block, 0, stream>>>(a, p.vectorized);
+    split_row_kernel<scalar_t, V, U><<<grid, block, 0, stream>>>(a, p.vectorized);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess || p.ctas == 1) return err;
     combine_blocks_kernel<scalar_t><<<static_cast<unsigned>(p.rows), dim3(p.bx, p.by), 0, stream>>>(a);
@@ -899,7 +856,6 @@ Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride
   a.cols = p.cols;
   a.step = p.step;
   a.ctas = p.ctas;
-  a.by_logical = p.split_y ? p.by : 1;
   // The reference's reciprocal, taken on the host (kOrder.reciprocal_in_double).
   a.inv = kOrder.reciprocal_in_double ? static_cast<op_t>(1.0 / divisor) : op_t(1) / static_cast<op_t>(divisor);
   a.scale = static_cast<op_t>(scale);
