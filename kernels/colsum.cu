@@ -319,21 +319,6 @@ __global__ void __launch_bounds__(kThreads, 8) colsum_matvec_aligned_kernel(cons
   if (threadIdx.x == 0) out[blockIdx.x * out_stride] = narrow<T>(__dmul_rn(scale, total));
 }
 
-// Element i of a 16-byte vector held as four 32-bit words, widened to double.
-template <typename T>
-__device__ __forceinline__ double element_of(const uint32_t (&words)[4], int i) {
-  if constexpr (sizeof(T) == 4) {
-    return widen(__uint_as_float(words[i]));
-  } else {
-    const auto bits = static_cast<unsigned short>(words[i / 2] >> (16 * (i % 2)));
-    if constexpr (std::is_same_v<T, __half>) {
-      return widen(__ushort_as_half(bits));
-    } else {
-      return widen(__ushort_as_bfloat16(bits));
-    }
-  }
-}
-
 // Rows of more than one and at most 16 elements per thread of a 512-thread block (fp32:
 // 2049-8192 columns, 16-bit: 4097-8192), every row 16-byte aligned, rows not split across
 // blocks: each thread holds the column sums of its U vectors of the row in registers,
@@ -342,7 +327,7 @@ __device__ __forceinline__ double element_of(const uint32_t (&words)[4], int i) 
 // column sums (from L1 or L2) per 4 of x. The next row's loads are issued before this
 // row's block sum, whose shared slots alternate between rows so one barrier per row
 // suffices. Rows are summed in the aligned kernel's pattern (two fp64 chains per thread,
-// then the block's tree).
+// then block_sum).
 constexpr int kResidentThreads = 512;
 constexpr int kResidentWarps = kResidentThreads / kWarp;
 
@@ -352,7 +337,7 @@ __global__ void __launch_bounds__(kResidentThreads, 2)
                                   int64_t out_stride, int64_t row_stride, int rows, int nvec, double scale) {
   constexpr int V = Vec16<T>::V;
   __shared__ double warp_sums[2][kResidentWarps];
-  const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
+  const int t = threadIdx.x;
   uint4 buf[U];
   auto load_row = [&](int r) {
     const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
@@ -379,26 +364,16 @@ __global__ void __launch_bounds__(kResidentThreads, 2)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (t + u * kResidentThreads < nvec) {
-        const uint32_t words[4] = {buf[u].x, buf[u].y, buf[u].z, buf[u].w};
 #pragma unroll
         for (int i = 0; i < V; i += 2) {
-          acc0 = __fma_rn(element_of<T>(words, i), cs[u][i / 2].x, acc0);
-          acc1 = __fma_rn(element_of<T>(words, i + 1), cs[u][i / 2].y, acc1);
+          acc0 = __fma_rn(widen(element_as_float<T>(buf[u], i)), cs[u][i / 2].x, acc0);
+          acc1 = __fma_rn(widen(element_as_float<T>(buf[u], i + 1)), cs[u][i / 2].y, acc1);
         }
       }
     }
     if (r + int(gridDim.x) < rows) load_row(r + gridDim.x);
-    double v = __dadd_rn(acc0, acc1);
-#pragma unroll
-    for (int o = kWarp / 2; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
-    if (lane == 0) warp_sums[parity][warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-      v = lane < kResidentWarps ? warp_sums[parity][lane] : 0.0;
-#pragma unroll
-      for (int o = kWarp / 2; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
-      if (lane == 0) out[r * out_stride] = narrow<T>(__dmul_rn(scale, v));
-    }
+    const double total = block_sum<kResidentThreads>(__dadd_rn(acc0, acc1), warp_sums[parity]);
+    if (t == 0) out[r * out_stride] = narrow<T>(__dmul_rn(scale, total));
     r += gridDim.x;
   };
   while (r < rows) {
@@ -423,28 +398,23 @@ cudaError_t launch_resident(const MatvecArgs<T>& a, int rows, int nvec, const De
                              gpu.compute_major >= 9, a.x, a.c, a.out, a.out_stride, a.row_stride, rows, nvec, a.scale);
 }
 
-// The resident kernel for rows of nvec vectors, where one applies: U = 2 or 4 vectors per
-// thread (16 elements per thread at most: 32 registers of column sums). Returns whether
-// it launched.
+// The resident kernel for rows of nvec vectors, where one applies: more than one and at
+// most 16 elements per thread (32 registers of column sums), U = 2 or 4 vectors per thread.
+// Returns whether it launched.
 template <typename T>
-bool try_launch_resident(const MatvecArgs<T>& a, int64_t rows, int64_t nvec, const DeviceShape& gpu,
+bool try_launch_resident(const MatvecArgs<T>& a, int rows, int64_t nvec, const DeviceShape& gpu,
                          cudaStream_t stream) {
   constexpr int kMaxU = 16 / Vec16<T>::V;
-  if (rows > std::numeric_limits<int32_t>::max() || nvec <= kResidentThreads) return false;
-  const int r = static_cast<int>(rows), n = static_cast<int>(nvec);
+  if (nvec <= kResidentThreads || nvec > kMaxU * kResidentThreads) return false;
+  const int n = static_cast<int>(nvec);
   if constexpr (kMaxU >= 4) {
-    if (nvec > 2 * kResidentThreads && nvec <= 4 * kResidentThreads) {
-      C10_CUDA_CHECK((launch_resident<T, 4>(a, r, n, gpu, stream)));
+    if (n > 2 * kResidentThreads) {
+      C10_CUDA_CHECK((launch_resident<T, 4>(a, rows, n, gpu, stream)));
       return true;
     }
   }
-  if constexpr (kMaxU >= 2) {
-    if (nvec <= 2 * kResidentThreads) {
-      C10_CUDA_CHECK((launch_resident<T, 2>(a, r, n, gpu, stream)));
-      return true;
-    }
-  }
-  return false;
+  C10_CUDA_CHECK((launch_resident<T, 2>(a, rows, n, gpu, stream)));
+  return true;
 }
 
 template <typename T>
@@ -493,13 +463,13 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
     a.partial = partial.mutable_data_ptr<double>();
   }
   auto stream = c10::cuda::getCurrentCUDAStream();
+  // One block per row, 16-byte vectors from every row and from the column sums.
+  const bool aligned_rows = used == 1 && rows_are_vectors<T>(x) && aligned16(a.c);
   if constexpr (sizeof(T) <= 4) {
-    if (used == 1 && rows_are_vectors<T>(x) && aligned16(a.c)) {
-      if (try_launch_resident<T>(a, B, K / V, gpu, stream)) return;
-    }
+    if (aligned_rows && try_launch_resident<T>(a, static_cast<int>(B), K / V, gpu, stream)) return;
   }
   if constexpr (sizeof(T) >= 4) {
-    if (used == 1 && rows_are_vectors<T>(x) && aligned16(a.c) && K / V <= std::numeric_limits<int32_t>::max()) {
+    if (aligned_rows && K / V <= std::numeric_limits<int32_t>::max()) {
       C10_CUDA_CHECK(launch_programmatic(colsum_matvec_aligned_kernel<T>, dim3(static_cast<unsigned>(B)),
                                          dim3(kThreads), 0, stream, gpu.compute_major >= 9, a.x, a.c, a.out, a.out_stride,
                                          a.row_stride, static_cast<int>(K / V), scale));

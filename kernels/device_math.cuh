@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 namespace kb14 {
@@ -57,13 +58,36 @@ inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   return cudaSuccess;
 }
 
+// Loads held as raw 32-bit words (no local-memory copies of 16-bit element structs), and
+// element i of such a vector of float, half or bfloat16, exactly, as float.
+template <int kBytes> struct RawVec;
+template <> struct RawVec<16> { using type = uint4; };
+template <> struct RawVec<8> { using type = uint2; };
+
+__device__ __forceinline__ uint32_t word(const uint4& w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
+__device__ __forceinline__ uint32_t word(const uint2& w, int i) { return i == 0 ? w.x : w.y; }
+
+template <typename scalar_t, typename W>
+__device__ __forceinline__ float element_as_float(const W& w, int i) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    return __uint_as_float(word(w, i));
+  } else {
+    const uint32_t bits = (word(w, i / 2) >> (16 * (i % 2))) & 0xffffu;
+    if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
+      return __uint_as_float(bits << 16);
+    } else {
+      return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+    }
+  }
+}
+
 // The fp64 sum of v over the kBlock threads of a one-dimensional block (a multiple of
-// 32): each warp's shuffle tree, then warp 0's over the warps' totals, which meet in
-// shared memory. Valid in thread 0; the shared slots may be reused only after a barrier.
+// 32): each warp's shuffle tree, then warp 0's over the warps' totals, which meet in the
+// shared slots `warp_sums`. Valid in thread 0; the slots may be reused only after a barrier
+// (a kernel that sums once per row can alternate two sets of slots instead).
 template <int kBlock>
-__device__ __forceinline__ double block_sum(double v) {
+__device__ __forceinline__ double block_sum(double v, double (&warp_sums)[kBlock / 32]) {
   constexpr int kLanes = 32;
-  __shared__ double warp_sums[kBlock / kLanes];
 #pragma unroll
   for (int offset = kLanes / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
@@ -75,6 +99,13 @@ __device__ __forceinline__ double block_sum(double v) {
     for (int offset = kLanes / 2; offset > 0; offset >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, offset));
   }
   return v;
+}
+
+// The same with slots of its own.
+template <int kBlock>
+__device__ __forceinline__ double block_sum(double v) {
+  __shared__ double warp_sums[kBlock / 32];
+  return block_sum<kBlock>(v, warp_sums);
 }
 
 // An L2 policy that evicts the lines it is given first: for data read once.

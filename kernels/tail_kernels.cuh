@@ -464,29 +464,8 @@ struct LeanArgs {
   op_t scale;
 };
 
-// The lean path holds its loads as raw 32-bit words (no local-memory copies of
-// 16-bit element structs) and decodes element i of a vector from them.
-template <int kBytes> struct RawVec;
-template <> struct RawVec<16> { using type = uint4; };
-template <> struct RawVec<8> { using type = uint2; };
-
-__device__ __forceinline__ uint32_t word(const uint4& w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
-__device__ __forceinline__ uint32_t word(const uint2& w, int i) { return i == 0 ? w.x : w.y; }
-
-// Element i of a vector, exactly, as float (all lean types accumulate in float).
-template <typename scalar_t, typename W>
-__device__ __forceinline__ float element_as_float(const W& w, int i) {
-  if constexpr (sizeof(scalar_t) == 4) {
-    return __uint_as_float(word(w, i));
-  } else {
-    const uint32_t bits = (word(w, i / 2) >> (16 * (i % 2))) & 0xffffu;
-    if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
-      return __uint_as_float(bits << 16);
-    } else {
-      return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
-    }
-  }
-}
+// The lean path holds its loads as raw 32-bit words (RawVec, device_math.cuh: no
+// local-memory copies of 16-bit element structs) and decodes each element from them.
 
 // The reference's quotient of an element already widened to float.
 template <typename scalar_t>
@@ -785,20 +764,29 @@ cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cuda
 // Vectors in flight per thread, as many as 32 registers hold without spilling beside
 // the rest: 64 bytes (fp32) or 32 (16-bit) when a block owns the row; 32 bytes when a
 // warp owns it (each warp then keeps its own row address; three fp32 vectors spill).
-// fp32 rows of exactly one load per vector slot (8192 columns) take the loop-free kernel:
-// measured faster there (results/kernel_notes.md); in 16-bit types it was slower in ncu.
+template <int V> constexpr int kLeanRowU = V == 8 ? 2 : 4;
+constexpr int kLeanWarpRowU = 2;
+
+// Whether a block-per-row plan's rows hold exactly kLeanRowU vectors per thread: the rows
+// of the loop-free kernel (kExactRows).
+template <int V>
+bool lean_rows_are_one_chunk(int cols) {
+  return cols == kLeanRowU<V> * V * kLeanBlock;
+}
+
+// fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
+// (results/kernel_notes.md); in 16-bit types it was slower in ncu.
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
 cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, bool exact_rows,
                               unsigned grid, cudaStream_t stream) {
-  constexpr int U = V == 8 ? 2 : 4;
-  constexpr int kWarpU = 2;
+  constexpr int U = kLeanRowU<V>;
   if constexpr (sizeof(scalar_t) == 4) {
-    if (exact_rows && !warp_rows && !shifted && a.cols == U * V * kLeanBlock)
+    if (exact_rows && !warp_rows && lean_rows_are_one_chunk<V>(a.cols))
       return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false, true>(a, grid, stream);
   }
   if (warp_rows) {
-    return shifted ? launch_lean_variant<scalar_t, V, kWarpU, kLoad, kPdl, true, true>(a, grid, stream)
-                   : launch_lean_variant<scalar_t, V, kWarpU, kLoad, kPdl, true, false>(a, grid, stream);
+    return shifted ? launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, true>(a, grid, stream)
+                   : launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, false>(a, grid, stream);
   }
   return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
                  : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);

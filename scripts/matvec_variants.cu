@@ -103,9 +103,8 @@ template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     resident_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
                     int64_t row_stride, int rows, int nvec, double scale) {
-  constexpr int kWarps = kThreads / 32;
-  __shared__ double warp_sums[2][kWarps];
-  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  __shared__ double warp_sums[2][kThreads / 32];
+  const int t = threadIdx.x;
   uint4 buf[kRowsAhead][U];
   auto load_row = [&](uint4 (&b)[U], int r) {
     const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
@@ -142,17 +141,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     }
     const int ahead = r + kRowsAhead * int(gridDim.x);
     if (ahead < rows) load_row(cur, ahead);
-    double v = __dadd_rn(acc0, acc1);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
-    if (lane == 0) warp_sums[parity][warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-      v = lane < kWarps ? warp_sums[parity][lane] : 0.0;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) v = __dadd_rn(v, __shfl_down_sync(0xffffffffu, v, o));
-      if (lane == 0) out[r] = __double2float_rn(__dmul_rn(scale, v));
-    }
+    const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1), warp_sums[parity]);
+    if (t == 0) out[r] = __double2float_rn(__dmul_rn(scale, total));
     r += gridDim.x;
   };
   while (r < rows) {

@@ -101,10 +101,10 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
 // what the library launches for fp32 rows of 8192, here for every type.
 template <typename T, int V>
 int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  constexpr int U = V == 8 ? 2 : 4;  // as launch_lean_shape
-  if (!p.split_y || g.cols != int64_t(U) * V * kLeanBlock) return -1;
-  return launch_lean_variant<T, V, U, kLeanLoad, true, false, false, true>(lean_args(g), static_cast<unsigned>(g.rows),
-                                                                           stream);
+  const LeanArgs<T> a = lean_args(g);
+  if (!p.split_y || !lean_rows_are_one_chunk<V>(a.cols)) return -1;
+  return launch_lean_variant<T, V, kLeanRowU<V>, kLeanLoad, true, false, false, true>(a, static_cast<unsigned>(a.rows),
+                                                                                      stream);
 }
 
 // The warp-per-row lean kernel with three vectors in flight per lane instead of two
