@@ -261,6 +261,13 @@ def paired_time(fns: dict, *, rounds: int, backend: Backend) -> dict:
     return times
 
 
+def rotated(names: Sequence, r: int) -> list:
+    """Round r's order of `names` when functions are timed in turn: rotated by r, so that
+    each one takes each place in the round equally often."""
+    k = r % len(names)
+    return list(names[k:]) + list(names[:k])
+
+
 def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, backend: Backend) -> dict:
     """robust_time's read-flush calls for several functions, taken in turn: each round
     calls every function once (each after a read flush, the order rotated round by round),
@@ -274,7 +281,7 @@ def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, back
     backend.sync()
     timers = {name: [] for name in names}
     for r in range(rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:
+        for name in rotated(names, r):
             backend.robust_flush()
             timer = backend.new_timer()
             timer.start()

@@ -103,7 +103,7 @@ def host_times() -> dict:
     names = list(fns)
     samples = {name: [] for name in names}
     for r in range(HOST_ROUNDS):
-        for name in names[r % len(names):] + names[: r % len(names)]:
+        for name in timing.rotated(names, r):
             fn = fns[name]
             t0 = time.perf_counter()
             for _ in range(2000):
