@@ -538,6 +538,8 @@ enum class LeanLoad {
   kEvictFirst,      // ld.global, first out of L1 and of L2 (what Triton emits for evict_first)
   kStreaming,       // ld.global, not allocated in L1, first out of L2
   kCacheStreaming,  // ld.global.cs
+  kStreamingNc128,  // kStreamingNc asking L2 to fetch the whole 128-byte line
+  kStreamingNc256,  // kStreamingNc asking L2 to fetch 256 bytes around each load
 };
 
 #define KB14_LEAN_LOAD(KIND, QUALIFIERS)                                                              \
@@ -554,6 +556,8 @@ enum class LeanLoad {
 KB14_LEAN_LOAD(kStreamingNc, ".nc.L1::no_allocate.L2::cache_hint")
 KB14_LEAN_LOAD(kEvictFirst, ".L1::evict_first.L2::cache_hint")
 KB14_LEAN_LOAD(kStreaming, ".L1::no_allocate.L2::cache_hint")
+KB14_LEAN_LOAD(kStreamingNc128, ".nc.L1::no_allocate.L2::cache_hint.L2::128B")
+KB14_LEAN_LOAD(kStreamingNc256, ".nc.L1::no_allocate.L2::cache_hint.L2::256B")
 #undef KB14_LEAN_LOAD
 
 template <LeanLoad kLoad, typename W>
@@ -569,7 +573,8 @@ __device__ __forceinline__ void lean_load_one(W& r, const W* p, uint64_t policy)
 
 template <LeanLoad kLoad>
 constexpr bool kLoadHasPolicy = kLoad == LeanLoad::kStreamingNc || kLoad == LeanLoad::kEvictFirst ||
-                                kLoad == LeanLoad::kStreaming;
+                                kLoad == LeanLoad::kStreaming || kLoad == LeanLoad::kStreamingNc128 ||
+                                kLoad == LeanLoad::kStreamingNc256;
 
 template <int U, int kStep, LeanLoad kLoad, bool kInBounds = false, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {

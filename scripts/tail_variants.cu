@@ -167,6 +167,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
     case 24: return launch_lean<T, V, LeanLoad::kCacheStreaming>(p, a, prop, opt, stream);
+    case 28: return launch_lean<T, V, LeanLoad::kStreamingNc128>(p, a, prop, opt, stream);
+    case 29: return launch_lean<T, V, LeanLoad::kStreamingNc256>(p, a, prop, opt, stream);
     default: return -2;
   }
 }
@@ -185,7 +187,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // compiled for rows of exactly its vector count (kExactRows; rows of 8192 only; the library's
 // choice for fp32); 26 the library's lean kernel with its loop and bounds checks on every
 // row length (before the loop-free kernel); 27 the warp-per-row lean kernel with three
-// vectors in flight per lane (fp32; the library keeps two). Variants tried and removed (L2 bulk prefetch one
+// vectors in flight per lane (fp32; the library keeps two); 28 and 29 the library's lean
+// kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.

@@ -33,7 +33,7 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             9: "empty_kernel", 10: "unordered_read", 13: "unordered_read_ef", 14: "bulk_rows",
             20: "lean_cached", 21: "lean_streaming_nc", 22: "lean_evict_first", 23: "lean_streaming", 24: "lean_cs",
             25: "lean_exact_rows", 26: "lean_looped",
-            27: "lean_warp_rows_u3"}
+            27: "lean_warp_rows_u3", 28: "lean_l2_128B", 29: "lean_l2_256B"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
