@@ -340,7 +340,9 @@ __global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) spl
   const int c = blockIdx.y;
   const scalar_t* row = a.y + r * a.row_stride;
   const int t = x + bx * y + bx * by * c;
+  wait_for_prior_grids();
   const acc_t leaf = row_leaf<scalar_t, V, U>(a, vectorized, row, r, t, x, y == 0 && c == 0);
+  allow_dependent_launch();
 
   acc_t total;
   if constexpr (kOrder.lanes_before_warps) {
@@ -389,7 +391,9 @@ __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar
   const int64_t r = blockIdx.x;
   const acc_t* staged = a.partials + r * a.ctas;
   acc_t v = acc_t(0);
+  wait_for_prior_grids();
   for (int o = x + bx * y; o < a.ctas; o += bx * by) v = v + staged[o];
+  allow_dependent_launch();
   smem[y * bx + x] = v;
   for (int offset = by >> 1; offset > 0; offset >>= 1) {
     __syncthreads();
@@ -424,7 +428,9 @@ __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a,
   const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool live = r < a.rows;
   const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
+  wait_for_prior_grids();
   const acc_t leaf = live ? row_leaf<scalar_t, V, U>(a, vectorized, row, r, x, x, true) : acc_t(0);
+  allow_dependent_launch();
   const acc_t total = lane_tree(leaf, bx, x, lanes_smem + threadIdx.y * bx);
   if (live && x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
@@ -704,22 +710,23 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
 
 // The general kernels, one logical thread per physical thread (the reference's own block
 // shape: 2, 4, 8 or 16 logical threads per physical thread measured slower, kernel_notes.md).
+// `programmatic`: each kernel launched as a programmatic dependent of the one before
+// (they wait for it before touching memory, as the lean kernel does).
 template <typename scalar_t, int V>
-cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, cudaStream_t stream) {
+cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, cudaStream_t stream, bool programmatic) {
   constexpr int U = V == 8 ? 2 : 4;  // vectors each logical thread keeps in flight (32-64 bytes)
-  if (p.split_y) {
-    const dim3 block(p.bx, p.by);
-    const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
-    split_row_kernel<scalar_t, V, U><<<grid, block, 0, stream>>>(a, p.vectorized);
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess || p.ctas == 1) return err;
-    combine_blocks_kernel<scalar_t><<<static_cast<unsigned>(p.rows), dim3(p.bx, p.by), 0, stream>>>(a);
-  } else {
-    const dim3 block(p.bx, p.by);
+  const dim3 block(p.bx, p.by);
+  if (!p.split_y) {
     const dim3 grid(static_cast<unsigned>(ceil_div(p.rows, p.by)));
-    warp_row_kernel<scalar_t, V, U><<<grid, block, 0, stream>>>(a, p.vectorized);
+    return launch_programmatic(warp_row_kernel<scalar_t, V, U>, grid, block, 0, stream, programmatic, a,
+                               p.vectorized);
   }
-  return cudaGetLastError();
+  const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
+  const cudaError_t err =
+      launch_programmatic(split_row_kernel<scalar_t, V, U>, grid, block, 0, stream, programmatic, a, p.vectorized);
+  if (err != cudaSuccess || p.ctas == 1) return err;
+  return launch_programmatic(combine_blocks_kernel<scalar_t>, dim3(static_cast<unsigned>(p.rows)), block, 0, stream,
+                             programmatic, a);
 }
 
 // Whether the lean path reproduces the plan: 32 lanes per row, a row per 32 x 16
@@ -751,6 +758,13 @@ constexpr int kProgrammaticBuild = KB14_PROGRAMMATIC_LAUNCH;
 #else
 constexpr int kProgrammaticBuild = -1;
 #endif
+
+// Whether a call's kernels launch as programmatic dependents: as the build says, else
+// where asked and the GPU has it.
+inline bool launch_is_programmatic(const LeanOptions& opt, const DeviceShape& prop) {
+  if constexpr (kProgrammaticBuild >= 0) return kProgrammaticBuild == 1;
+  return opt.programmatic_launch && prop.compute_major >= 9;
+}
 
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
           bool kExactRows = false>
@@ -825,8 +839,8 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   } else if constexpr (kProgrammaticBuild == 0) {
     return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, exact, blocks, stream);
   } else {
-    const bool pdl = opt.programmatic_launch && prop.compute_major >= 9;
-    return pdl ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, exact, blocks, stream)
+    return launch_is_programmatic(opt, prop)
+               ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, exact, blocks, stream)
                : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, exact, blocks, stream);
   }
 }
@@ -867,7 +881,7 @@ cudaError_t launch_planned(const Plan& p, const Args<scalar_t>& a, const DeviceS
       return launch_lean<scalar_t, V>(p, a, prop, LeanOptions{}, stream);
     }
   }
-  return launch_general<scalar_t, V>(p, a, stream);
+  return launch_general<scalar_t, V>(p, a, stream, launch_is_programmatic(LeanOptions{}, prop));
 }
 
 }  // namespace tail

@@ -129,7 +129,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   const Plan p = plan_reference_sum(rows, cols, V, prop);
   const Args<T> a = planned_args(p, static_cast<const T*>(y), row_stride, 1, static_cast<T*>(out), out_stride, divisor,
                                  scale, static_cast<typename Arith<T>::acc_t*>(partials));
-  if (variant == 0) return launch_general<T, V>(p, a, stream);
+  if (variant == 0 || variant == 30) return launch_general<T, V>(p, a, stream, variant == 30);
   if (variant == 6) return launch_planned(p, a, prop, stream);  // what the library launches
   if (variant == 9) {
     empty_kernel<<<static_cast<unsigned>(rows), kLeanBlock, 0, stream>>>();
@@ -175,7 +175,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 
 }  // namespace
 
-// variant: 0 the general kernels; 1 lean, plain loads; 2 lean, evict-first loads; 3 lean,
+// variant: 0 the general kernels, plain launches (30: as programmatic dependents); 1 lean, plain loads; 2 lean, evict-first loads; 3 lean,
 // evict-first, programmatic launch (the library's choice); 5 lean, plain loads,
 // programmatic launch; 6 the library's dispatch (lean where it applies, else general),
 // for any shape; 9 an empty kernel on the lean grid; 10 and 13 unordered reads of y
