@@ -614,9 +614,13 @@ struct LeanRow {
 // holds exactly U vectors per logical thread (fp32 rows of 8192), so no load needs a
 // bounds check and there is no loop, as in a kernel compiled for one row length
 // (Triton's); the same additions in the same order, 26 registers instead of 32.
+// kBlock, kMinBlocks: the physical block and the blocks per SM its registers allow; a
+// row-per-block plan keeps the reference's 512 threads.
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
-          bool kPackedMul = false, bool kExactRows = false>
-__global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel(LeanArgs<scalar_t> a) {
+          bool kPackedMul = false, bool kExactRows = false, int kBlock = kLeanBlock,
+          int kMinBlocks = kLeanBlocksPerSm>
+__global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<scalar_t> a) {
+  static_assert(kWarpRows || kBlock == kLeanBlock, "a row per block needs the reference's block");
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
   __shared__ float smem[kWarpRows ? 1 : kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
@@ -624,7 +628,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) lean_rows_kernel
   const int lane = tid % kWarp, warp = tid / kWarp;
   const int t = kWarpRows ? lane : tid;  // logical thread within the row
   // The lean path only takes tensors of fewer than 2^31 elements.
-  const int r = kWarpRows ? blockIdx.x * kLeanWarps + warp : blockIdx.x;
+  const int r = kWarpRows ? blockIdx.x * (kBlock / kWarp) + warp : blockIdx.x;
   if (kWarpRows && r >= a.rows) return;
   const LeanRow<V, kShifted> geo(r, a.cols);
   const scalar_t* row_start = a.y + r * a.row_stride;
@@ -767,17 +771,18 @@ inline bool launch_is_programmatic(const LeanOptions& opt, const DeviceShape& pr
 }
 
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
-          bool kExactRows = false>
+          bool kExactRows = false, int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
   if constexpr (sizeof(scalar_t) == 2) {
     if (packed_quotient_exact<scalar_t>(a.inv)) {
       return launch_programmatic(
-          lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, true, kExactRows>, dim3(grid),
-          dim3(kLeanBlock), 0, stream, kPdl, a);
+          lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, true, kExactRows, kBlock, kMinBlocks>,
+          dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
     }
   }
-  return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, false, kExactRows>,
-                             dim3(grid), dim3(kLeanBlock), 0, stream, kPdl, a);
+  return launch_programmatic(
+      lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, false, kExactRows, kBlock, kMinBlocks>,
+      dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
 }
 
 // Vectors in flight per thread, as many as 32 registers hold without spilling beside

@@ -121,6 +121,19 @@ int launch_warp_rows_u3(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   return -1;
 }
 
+// The warp-per-row lean kernel in kBlock-thread blocks with U vectors in flight per lane
+// (registers for kMinBlocks blocks per SM): the same additions, more SMs and more loads
+// in flight when rows are few.
+template <typename T, int V, int U, int kBlock, int kMinBlocks>
+int launch_warp_rows_wide(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+  if (p.split_y) return -1;
+  const LeanArgs<T> a = lean_args(g);
+  const auto grid = static_cast<unsigned>(ceil_div(g.rows, kBlock / kWarp));
+  return g.cols % V
+             ? launch_lean_variant<T, V, U, kLeanLoad, true, true, true, false, kBlock, kMinBlocks>(a, grid, stream)
+             : launch_lean_variant<T, V, U, kLeanLoad, true, true, false, false, kBlock, kMinBlocks>(a, grid, stream);
+}
+
 template <typename T>
 int run(int variant, const void* y, long long rows, long long cols, long long row_stride, void* out,
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
@@ -158,6 +171,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   if (!lean_path_applies<T, V>(p, a)) return -1;
   if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);
   if (variant == 27) return launch_warp_rows_u3<T, V>(p, a, stream);
+  if (variant == 31) return launch_warp_rows_wide<T, V, 2, 128, 16>(p, a, stream);
+  if (variant == 32) return launch_warp_rows_wide<T, V, 4, 128, 8>(p, a, stream);
+  if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 8>(p, a, stream);
+  if (variant == 34) return launch_warp_rows_wide<T, V, 8, 512, 2>(p, a, stream);
+  if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
+  if (variant == 36) return launch_warp_rows_wide<T, V, 8, 64, 16>(p, a, stream);
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
   opt.exact_rows = variant != 26;
@@ -188,7 +207,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // choice for fp32); 26 the library's lean kernel with its loop and bounds checks on every
 // row length (before the loop-free kernel); 27 the warp-per-row lean kernel with three
 // vectors in flight per lane (fp32; the library keeps two); 28 and 29 the library's lean
-// kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B). Variants tried and removed (L2 bulk prefetch one
+// kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B);
+// 31-36 the warp-per-row lean kernel in smaller blocks and/or with more vectors in flight
+// per lane (vectors / threads per block / blocks per SM: 2/128/16, 4/128/8, 8/128/8,
+// 8/512/2, 16/128/4, 8/64/16). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
