@@ -751,6 +751,7 @@ constexpr LeanLoad kLeanLoad = LeanLoad::kStreamingNc;
 struct LeanOptions {
   bool programmatic_launch = true;  // honoured on sm_90 and newer
   bool exact_rows = true;           // the loop-free kernel where it applies (launch_lean_shape)
+  bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -798,22 +799,44 @@ bool lean_rows_are_one_chunk(int cols) {
   return cols == kLeanRowU<V> * V * kLeanBlock;
 }
 
+// A warp-per-row plan has one warp per row, so when rows are few only loads in flight
+// per lane can cover the memory latency: up to 4096 rows of at least 4 vectors per lane,
+// each lane keeps 16 in flight (128 registers, 128-thread blocks). Measured 1.3-3x faster
+// at 128-4096 rows; with more rows the 2-vector kernel at full occupancy was as fast or
+// faster (results/kernel_notes.md).
+constexpr int kDeepWarpRowU = 16;
+constexpr int kDeepWarpRowBlock = 128;
+constexpr int kDeepWarpRowBlocksPerSm = 4;
+
+template <int V>
+bool deep_warp_rows_pay(int rows, int cols) {
+  return rows <= 4096 && cols >= 4 * kWarp * V;
+}
+
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
 // (results/kernel_notes.md); in 16-bit types it was slower in ncu.
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
-cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, bool exact_rows,
-                              unsigned grid, cudaStream_t stream) {
+cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, const LeanOptions& opt,
+                              cudaStream_t stream) {
   constexpr int U = kLeanRowU<V>;
-  if constexpr (sizeof(scalar_t) == 4) {
-    if (exact_rows && !warp_rows && lean_rows_are_one_chunk<V>(a.cols))
-      return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false, true>(a, grid, stream);
+  if (!warp_rows) {
+    const auto grid = static_cast<unsigned>(a.rows);
+    if constexpr (sizeof(scalar_t) == 4) {
+      if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
+        return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false, true>(a, grid, stream);
+    }
+    return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
+                   : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);
   }
-  if (warp_rows) {
-    return shifted ? launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, true>(a, grid, stream)
-                   : launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, false>(a, grid, stream);
+  if (opt.deep_warp_rows && deep_warp_rows_pay<V>(a.rows, a.cols)) {
+    constexpr int kB = kDeepWarpRowBlock, kU = kDeepWarpRowU, kM = kDeepWarpRowBlocksPerSm;
+    const auto grid = static_cast<unsigned>(ceil_div(a.rows, kB / kWarp));
+    return shifted ? launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, true, true, false, kB, kM>(a, grid, stream)
+                   : launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, true, false, false, kB, kM>(a, grid, stream);
   }
-  return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
-                 : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);
+  const auto grid = static_cast<unsigned>(ceil_div(a.rows, kLeanWarps));
+  return shifted ? launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, true>(a, grid, stream)
+                 : launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, false>(a, grid, stream);
 }
 
 // The lean kernel's arguments for a call the lean path takes (lean_path_applies).
@@ -837,16 +860,13 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   const LeanArgs<scalar_t> a = lean_args(g);
   const bool warp_rows = !p.split_y;
   const bool shifted = g.cols % V != 0;
-  const unsigned blocks = static_cast<unsigned>(warp_rows ? ceil_div(g.rows, kLeanWarps) : g.rows);
-  const bool exact = opt.exact_rows;
   if constexpr (kProgrammaticBuild == 1) {
-    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, exact, blocks, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, opt, stream);
   } else if constexpr (kProgrammaticBuild == 0) {
-    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, exact, blocks, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, opt, stream);
   } else {
-    return launch_is_programmatic(opt, prop)
-               ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, exact, blocks, stream)
-               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, exact, blocks, stream);
+    return launch_is_programmatic(opt, prop) ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, opt, stream)
+                                             : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, opt, stream);
   }
 }
 

@@ -180,9 +180,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
   opt.exact_rows = variant != 26;
+  opt.deep_warp_rows = variant != 37;
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: case 26: return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
+    case 2: case 3: case 21: case 26: case 37: return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
     case 24: return launch_lean<T, V, LeanLoad::kCacheStreaming>(p, a, prop, opt, stream);
@@ -210,7 +211,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B);
 // 31-36 the warp-per-row lean kernel in smaller blocks and/or with more vectors in flight
 // per lane (vectors / threads per block / blocks per SM: 2/128/16, 4/128/8, 8/128/8,
-// 8/512/2, 16/128/4, 8/64/16). Variants tried and removed (L2 bulk prefetch one
+// 8/512/2, 16/128/4, 8/64/16; 35 is the library's choice for few rows); 37 the library
+// with two vectors per lane on every warp-per-row plan (before the deep variant). Variants tried and removed (L2 bulk prefetch one
 // wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
