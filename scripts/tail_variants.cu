@@ -171,12 +171,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   if (!lean_path_applies<T, V>(p, a)) return -1;
   if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);
   if (variant == 27) return launch_warp_rows_u3<T, V>(p, a, stream);
-  if (variant == 31) return launch_warp_rows_wide<T, V, 2, 128, 16>(p, a, stream);
-  if (variant == 32) return launch_warp_rows_wide<T, V, 4, 128, 8>(p, a, stream);
-  if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 8>(p, a, stream);
-  if (variant == 34) return launch_warp_rows_wide<T, V, 8, 512, 2>(p, a, stream);
+  if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 4>(p, a, stream);
   if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
-  if (variant == 36) return launch_warp_rows_wide<T, V, 8, 64, 16>(p, a, stream);
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
   opt.exact_rows = variant != 26;
@@ -209,11 +205,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // row length (before the loop-free kernel); 27 the warp-per-row lean kernel with three
 // vectors in flight per lane (fp32; the library keeps two); 28 and 29 the library's lean
 // kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B);
-// 31-36 the warp-per-row lean kernel in smaller blocks and/or with more vectors in flight
-// per lane (vectors / threads per block / blocks per SM: 2/128/16, 4/128/8, 8/128/8,
-// 8/512/2, 16/128/4, 8/64/16; 35 is the library's choice for few rows); 37 the library
-// with two vectors per lane on every warp-per-row plan (before the deep variant). Variants tried and removed (L2 bulk prefetch one
-// wave ahead, two rows per block, 1 or 2 vectors in flight) are in results/kernel_notes.md.
+// 33 and 35 the warp-per-row lean kernel in 128-thread blocks with 8 or 16 vectors in
+// flight per lane (35: the library's choice for few rows); 37 the library with two vectors
+// per lane on every warp-per-row plan (before the deep variant). Variants tried and
+// removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
+// flight, warp rows with 2-8 vectors in 64-512-thread blocks) are in
+// results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
 extern "C" int kb14x_tail(int variant, int dtype, const void* y, long long rows, long long cols,

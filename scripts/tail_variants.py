@@ -34,9 +34,7 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             20: "lean_cached", 21: "lean_streaming_nc", 22: "lean_evict_first", 23: "lean_streaming", 24: "lean_cs",
             25: "lean_exact_rows", 26: "lean_looped",
             27: "lean_warp_rows_u3", 28: "lean_l2_128B", 29: "lean_l2_256B",
-            30: "general_pdl", 31: "warp_rows_u2_b128", 32: "warp_rows_u4_b128", 33: "warp_rows_u8_b128",
-            34: "warp_rows_u8_b512", 35: "warp_rows_u16_b128", 36: "warp_rows_u8_b64",
-            37: "lean_shallow_warp_rows"}
+            30: "general_pdl", 33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
