@@ -115,6 +115,35 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
   return policy;
 }
 
+// Copies 16 bytes from global to shared memory without holding them in registers
+// (cp.async, sm_80+; L1 bypassed, `policy` for L2); a plain load and store before sm_80.
+// The copies a thread issued are complete after its wait_for_own_copies().
+__device__ __forceinline__ void copy_to_shared_async(uint4* dst, const uint4* src, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto shared = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared), "l"(src), "l"(policy)
+               : "memory");
+#else
+  *dst = __ldg(src);
+#endif
+}
+
+__device__ __forceinline__ void copy_to_shared_async(uint2* dst, const uint2* src, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const auto shared = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared), "l"(src), "l"(policy)
+               : "memory");
+#else
+  *dst = __ldg(src);
+#endif
+}
+
+__device__ __forceinline__ void wait_for_own_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
 // Programmatic dependent launch (sm_90+; no-ops before): wait until the kernels this
 // one depends on have finished and their writes are visible; let the next kernel's
 // blocks be placed.

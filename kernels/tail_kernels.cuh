@@ -609,6 +609,34 @@ struct LeanRow {
   }
 };
 
+// Adds one vector's quotients to a logical thread's V accumulators, element i to acc[i].
+// kPackedMul: two 16-bit quotients per multiply (inv_pair holds 1 / divisor twice; exact
+// there: packed_quotient_exact).
+template <typename scalar_t, int V, bool kPackedMul, typename W>
+__device__ __forceinline__ void lean_add_vector(float (&acc)[V], const W& w, float inv, uint32_t inv_pair) {
+  if constexpr (kPackedMul) {
+#pragma unroll
+    for (int i = 0; i < V; i += 2) {
+      const float2 q = packed_quotient_pair<scalar_t>(word(w, i / 2), inv_pair);
+      acc[i] = acc[i] + q.x;
+      acc[i + 1] = acc[i + 1] + q.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(w, i), inv);
+  }
+}
+
+// inv twice in the type's 16 bits, for the packed multiply.
+template <typename scalar_t, bool kPackedMul>
+__device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
+  if constexpr (kPackedMul) {
+    const uint32_t bits = round_to_bits<scalar_t>(inv);
+    return bits | (bits << 16);
+  }
+  return 0;
+}
+
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
 // instead of one whole block. kShifted: rows may start mid-vector. kExactRows: every row
 // holds exactly U vectors per logical thread (fp32 rows of 8192), so no load needs a
@@ -639,12 +667,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   lean_load<U, kStep, kLoad, kExactRows>(buf, row, t, geo.nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
 
-  // inv twice in the type's 16 bits, for the packed multiply (exact there: packed_quotient_exact).
-  uint32_t inv_pair = 0;
-  if constexpr (kPackedMul) {
-    const uint32_t bits = round_to_bits<scalar_t>(a.inv);
-    inv_pair = bits | (bits << 16);
-  }
+  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
   float acc[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0f;
@@ -657,20 +680,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   for (int k = t;;) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (kExactRows || k + u * kStep < geo.nvec) {
-        if constexpr (kPackedMul) {
-#pragma unroll
-          for (int i = 0; i < V; i += 2) {
-            const float2 q = packed_quotient_pair<scalar_t>(word(buf[u], i / 2), inv_pair);
-            acc[i] = acc[i] + q.x;
-            acc[i + 1] = acc[i + 1] + q.y;
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < V; ++i)
-            acc[i] = acc[i] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(buf[u], i), a.inv);
-        }
-      }
+      if (kExactRows || k + u * kStep < geo.nvec) lean_add_vector<scalar_t, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
     }
     if constexpr (kExactRows) break;
     k += U * kStep;
@@ -706,6 +716,44 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
       if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
     }
   }
+}
+
+// A warp-per-row plan with few rows, staged: one row per 32-thread block. Each lane
+// first copies all of its vectors into shared memory at once (cp.async: the whole row
+// in flight, nothing held in registers), then adds them in the reference's order from
+// there, exactly as lean_rows_kernel's warp rows do. A lane reads back only what it
+// copied itself, so waiting for its own copies is enough: no barrier.
+template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kPackedMul>
+__global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar_t> a) {
+  using W = typename RawVec<sizeof(scalar_t) * V>::type;
+  extern __shared__ uint4 staged_raw[];
+  W* staged = reinterpret_cast<W*>(staged_raw);
+  const int lane = threadIdx.x;
+  const int r = blockIdx.x;
+  const LeanRow<V, kShifted> geo(r, a.cols);
+  const scalar_t* row_start = a.y + r * a.row_stride;
+  const W* row = reinterpret_cast<const W*>(row_start + geo.base);
+  const uint64_t policy = evict_first_policy();
+  if constexpr (kPdl) wait_for_prior_grids();
+  for (int k = lane; k < geo.nvec; k += kWarp) copy_to_shared_async(staged + k, row + k, policy);
+  wait_for_own_copies();
+  if constexpr (kPdl) allow_dependent_launch();
+
+  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
+  float acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+  if (kShifted && geo.shift > 0 && lane >= geo.shift && lane < V)
+    acc[0] = 0.0f + lean_element_quotient(row_start + (lane - geo.shift), a.inv);
+#pragma unroll 4
+  for (int k = lane; k < geo.nvec; k += kWarp) lean_add_vector<scalar_t, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
+  if (kShifted && lane < (a.cols - geo.base) % V)
+    acc[0] = acc[0] + lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
+  float leaf = acc[0];
+#pragma unroll
+  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
+  const float total = shuffle_tree(leaf, kWarp);
+  if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
 // ---------------------------------------------------------------------------
@@ -811,6 +859,33 @@ constexpr int kDeepWarpRowBlocksPerSm = 4;
 template <int V>
 bool deep_warp_rows_pay(int rows, int cols) {
   return rows <= 4096 && cols >= 4 * kWarp * V;
+}
+
+// The staged kernel holds a row's whole vectors in shared memory: rows of up to 48 KiB
+// (every warp-per-row plan's rows are shorter).
+constexpr size_t kStagedRowBytes = 48 * 1024;
+
+template <typename scalar_t, int V>
+size_t staged_row_bytes(int cols) {
+  return size_t(cols / V) * sizeof(typename RawVec<sizeof(scalar_t) * V>::type);
+}
+
+template <typename scalar_t, int V, bool kPdl>
+cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, bool shifted, cudaStream_t stream) {
+  const size_t smem = staged_row_bytes<scalar_t, V>(a.cols);
+  const dim3 grid(static_cast<unsigned>(a.rows)), block(kWarp);
+  if constexpr (sizeof(scalar_t) == 2) {
+    if (packed_quotient_exact<scalar_t>(a.inv)) {
+      return shifted ? launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, true, true>, grid, block, smem,
+                                           stream, kPdl, a)
+                     : launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, false, true>, grid, block, smem,
+                                           stream, kPdl, a);
+    }
+  }
+  return shifted ? launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, true, false>, grid, block, smem,
+                                       stream, kPdl, a)
+                 : launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, false, false>, grid, block, smem,
+                                       stream, kPdl, a);
 }
 
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there

@@ -173,6 +173,11 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   if (variant == 27) return launch_warp_rows_u3<T, V>(p, a, stream);
   if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 4>(p, a, stream);
   if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
+  if (variant == 38) {
+    const LeanArgs<T> la = lean_args(a);
+    if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
+    return launch_staged_warp_rows<T, V, true>(la, la.cols % V != 0, stream);
+  }
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
   opt.exact_rows = variant != 26;
@@ -207,7 +212,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B);
 // 33 and 35 the warp-per-row lean kernel in 128-thread blocks with 8 or 16 vectors in
 // flight per lane (35: the library's choice for few rows); 37 the library with two vectors
-// per lane on every warp-per-row plan (before the deep variant). Variants tried and
+// per lane on every warp-per-row plan (before the deep variant); 38 warp-per-row plans
+// staged: each lane copies its whole share of the row into shared memory first
+// (staged_warp_rows_kernel). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
 // flight, warp rows with 2-8 vectors in 64-512-thread blocks) are in
 // results/kernel_notes.md.

@@ -34,7 +34,8 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             20: "lean_cached", 21: "lean_streaming_nc", 22: "lean_evict_first", 23: "lean_streaming", 24: "lean_cs",
             25: "lean_exact_rows", 26: "lean_looped",
             27: "lean_warp_rows_u3", 28: "lean_l2_128B", 29: "lean_l2_256B",
-            30: "general_pdl", 33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows"}
+            30: "general_pdl", 33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows",
+            38: "staged_warp_rows"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -47,7 +48,8 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
          ((3, 200003), "float32"), ((1, 300007), "bfloat16"),
          ((1024, 1000), "float32"), ((1024, 2048), "float32"), ((1024, 4096), "float32"), ((1024, 4096), "bfloat16"),
          ((128, 6000), "float32"), ((4096, 4096), "float32"), ((16384, 2048), "bfloat16"),
-         ((4096, 4096), "bfloat16"), ((1024, 512), "float32"), ((1024, 1024), "bfloat16"), ((2048, 2048), "float16")]
+         ((4096, 4096), "bfloat16"), ((1024, 512), "float32"), ((1024, 1024), "bfloat16"), ((2048, 2048), "float16"),
+         ((1000, 4095), "float32"), ((129, 1031), "bfloat16")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
