@@ -736,6 +736,12 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   const uint64_t policy = evict_first_policy();
   if constexpr (kPdl) wait_for_prior_grids();
   for (int k = lane; k < geo.nvec; k += kWarp) copy_to_shared_async(staged + k, row + k, policy);
+  // The row's head and tail elements (rows that start mid-vector) are read while the
+  // copies fly; they are added first and last, as in lean_rows_kernel.
+  const bool has_head = kShifted && geo.shift > 0 && lane >= geo.shift && lane < V;
+  const bool has_tail = kShifted && lane < (a.cols - geo.base) % V;
+  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
+  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
   wait_for_own_copies();
   if constexpr (kPdl) allow_dependent_launch();
 
@@ -743,12 +749,10 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   float acc[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-  if (kShifted && geo.shift > 0 && lane >= geo.shift && lane < V)
-    acc[0] = 0.0f + lean_element_quotient(row_start + (lane - geo.shift), a.inv);
+  if (has_head) acc[0] = 0.0f + head;
 #pragma unroll 4
   for (int k = lane; k < geo.nvec; k += kWarp) lean_add_vector<scalar_t, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
-  if (kShifted && lane < (a.cols - geo.base) % V)
-    acc[0] = acc[0] + lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
+  if (has_tail) acc[0] = acc[0] + tail;
   float leaf = acc[0];
 #pragma unroll
   for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
@@ -800,6 +804,7 @@ struct LeanOptions {
   bool programmatic_launch = true;  // honoured on sm_90 and newer
   bool exact_rows = true;           // the loop-free kernel where it applies (launch_lean_shape)
   bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
+  bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -847,20 +852,6 @@ bool lean_rows_are_one_chunk(int cols) {
   return cols == kLeanRowU<V> * V * kLeanBlock;
 }
 
-// A warp-per-row plan has one warp per row, so when rows are few only loads in flight
-// per lane can cover the memory latency: up to 4096 rows of at least 4 vectors per lane,
-// each lane keeps 16 in flight (128 registers, 128-thread blocks). Measured 1.3-3x faster
-// at 128-4096 rows; with more rows the 2-vector kernel at full occupancy was as fast or
-// faster (results/kernel_notes.md).
-constexpr int kDeepWarpRowU = 16;
-constexpr int kDeepWarpRowBlock = 128;
-constexpr int kDeepWarpRowBlocksPerSm = 4;
-
-template <int V>
-bool deep_warp_rows_pay(int rows, int cols) {
-  return rows <= 4096 && cols >= 4 * kWarp * V;
-}
-
 // The staged kernel holds a row's whole vectors in shared memory: rows of up to 48 KiB
 // (every warp-per-row plan's rows are shorter).
 constexpr size_t kStagedRowBytes = 48 * 1024;
@@ -888,6 +879,31 @@ cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, bool shifted, c
                                        stream, kPdl, a);
 }
 
+// A warp-per-row plan has one warp per row, so when rows are few only loads in flight
+// per lane can cover the memory latency: up to 4096 rows of at least 4 vectors per lane,
+// each lane keeps 16 in flight (128 registers, 128-thread blocks). Measured 1.3-3x faster
+// at 128-4096 rows; with more rows the 2-vector kernel at full occupancy was as fast or
+// faster (results/kernel_notes.md).
+constexpr int kDeepWarpRowU = 16;
+constexpr int kDeepWarpRowBlock = 128;
+constexpr int kDeepWarpRowBlocksPerSm = 4;
+
+template <int V>
+bool deep_warp_rows_pay(int rows, int cols) {
+  return rows <= 4096 && cols >= 4 * kWarp * V;
+}
+
+// Up to 1024 fp32 rows of at least 32 vectors per lane (4096+ columns), even 16 in flight
+// leave the lanes waiting on memory twice or more: there the staged kernel puts the
+// whole row in flight at once. Measured at 128 x 6000 (3.97 -> 2.81 us back to back) and
+// 1024 x 4096 (6.12 -> 5.67); slower with more rows or shorter rows, and in 16-bit types
+// (1024 x 4096 bf16: 3.96 -> 4.15), whose warp-per-row rows are too short to qualify.
+template <typename scalar_t, int V>
+bool staged_warp_rows_pay(int rows, int cols) {
+  return sizeof(scalar_t) == 4 && rows <= 1024 && cols >= 32 * kWarp * V &&
+         staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
+}
+
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
 // (results/kernel_notes.md); in 16-bit types it was slower in ncu.
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
@@ -902,6 +918,10 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool 
     }
     return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
                    : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);
+  }
+  if constexpr (sizeof(scalar_t) == 4) {
+    if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
+      return launch_staged_warp_rows<scalar_t, V, kPdl>(a, shifted, stream);
   }
   if (opt.deep_warp_rows && deep_warp_rows_pay<V>(a.rows, a.cols)) {
     constexpr int kB = kDeepWarpRowBlock, kU = kDeepWarpRowU, kM = kDeepWarpRowBlocksPerSm;

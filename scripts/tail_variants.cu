@@ -182,6 +182,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.programmatic_launch = variant != 1 && variant != 2;
   opt.exact_rows = variant != 26;
   opt.deep_warp_rows = variant != 37;
+  opt.staged_warp_rows = variant != 37;
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
     case 2: case 3: case 21: case 26: case 37: return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
@@ -212,7 +213,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B);
 // 33 and 35 the warp-per-row lean kernel in 128-thread blocks with 8 or 16 vectors in
 // flight per lane (35: the library's choice for few rows); 37 the library with two vectors
-// per lane on every warp-per-row plan (before the deep variant); 38 warp-per-row plans
+// per lane on every warp-per-row plan (before the deep and staged kernels); 38 warp-per-row plans
 // staged: each lane copies its whole share of the row into shared memory first
 // (staged_warp_rows_kernel). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in

@@ -71,9 +71,13 @@ def test_lean_path_shapes(dtype):
 # rows) and rows that start mid-vector (any column count that is not a multiple of the
 # vector), contiguous or with row strides padded by a whole number of vectors (both keep
 # each row's vectors aligned as in the reference's quotient); padding by 3 does not, and
-# takes the general kernels.
+# takes the general kernels. Warp-per-row plans take three kernels: up to 4096 rows of 4+
+# vectors per lane the deep one (4096 x 2048, 1000 x 4095), up to 1024 fp32 rows of 4096+
+# columns the staged one (128 x 6000, 1024 x 4096, 300 x 4097, 16 x 7000),
+# else two vectors per lane (8192 x 1024, 4097 x 2048).
 WARP_AND_SHIFTED = [(16, 128), (17, 129), (100, 1023), (512, 1024), (2049, 1000), (8192, 1024), (300, 4097),
-                    (1000, 8191), (529, 8193), (64, 12289), (40, 65535), (8, 8191), (16, 255)]
+                    (1000, 8191), (529, 8193), (64, 12289), (40, 65535), (8, 8191), (16, 255), (128, 6000),
+                    (1024, 4096), (1025, 4096), (16, 7000), (1000, 4095), (4096, 2048), (4097, 2048)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -219,6 +223,16 @@ def test_back_to_back_calls_read_what_the_previous_kernel_wrote():
         outs.append(div_sum_scale(y, 2, 1.5))
     for src, out in zip(sources * 3, outs):
         assert torch.equal(out, div_sum_scale_reference(src, 2, 1.5))
+    # The warp-per-row kernels (staged, deep) launch the same way.
+    for shape in [(128, 6000), (1024, 2048)]:
+        y = torch.empty(shape, device="cuda")
+        sources = [torch.randn(shape, device="cuda") for _ in range(3)]
+        outs = []
+        for src in sources * 2:
+            y.copy_(src)
+            outs.append(div_sum_scale(y, 2, 1.5))
+        for src, out in zip(sources * 2, outs):
+            assert torch.equal(out, div_sum_scale_reference(src, 2, 1.5)), shape
     # Lean after lean: the first call's output, viewed as 16 rows of 8192, feeds the second.
     y1 = torch.randn(16 * 8192, 8192, device="cuda", dtype=torch.bfloat16)
     chained = div_sum_scale(div_sum_scale(y1, 2, 1.5).view(16, 8192), 2, 1.5)
