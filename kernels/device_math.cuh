@@ -115,24 +115,21 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
   return policy;
 }
 
-// Copies 16 bytes from global to shared memory without holding them in registers
-// (cp.async, sm_80+; L1 bypassed, `policy` for L2); a plain load and store before sm_80.
-// The copies a thread issued are complete after its wait_for_own_copies().
-__device__ __forceinline__ void copy_to_shared_async(uint4* dst, const uint4* src, uint64_t policy) {
+// Copies one 16- or 8-byte vector from global to shared memory without holding it in
+// registers (cp.async, sm_80+; 16-byte copies bypass L1; `policy` for L2); a plain load and
+// store before sm_80. The copies a thread issued are complete after its wait_for_own_copies().
+template <typename W>
+__device__ __forceinline__ void copy_to_shared_async(W* dst, const W* src, uint64_t policy) {
+  static_assert(sizeof(W) == 16 || sizeof(W) == 8, "cp.async copies 16 or 8 bytes here");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const auto shared = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared), "l"(src), "l"(policy)
-               : "memory");
-#else
-  *dst = __ldg(src);
-#endif
-}
-
-__device__ __forceinline__ void copy_to_shared_async(uint2* dst, const uint2* src, uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto shared = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared), "l"(src), "l"(policy)
-               : "memory");
+  if constexpr (sizeof(W) == 16) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared), "l"(src), "l"(policy)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared), "l"(src), "l"(policy)
+                 : "memory");
+  }
 #else
   *dst = __ldg(src);
 #endif
