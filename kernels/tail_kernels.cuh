@@ -819,24 +819,29 @@ constexpr int kProgrammaticBuild = -1;
 
 // Whether a call's kernels launch as programmatic dependents: as the build says, else
 // where asked and the GPU has it.
-inline bool launch_is_programmatic(const LeanOptions& opt, const DeviceShape& prop) {
+inline bool launch_is_programmatic(bool wanted, const DeviceShape& prop) {
   if constexpr (kProgrammaticBuild >= 0) return kProgrammaticBuild == 1;
-  return opt.programmatic_launch && prop.compute_major >= 9;
+  return wanted && prop.compute_major >= 9;
+}
+
+// Calls launch(std::bool_constant<kPackedMul>{}): with the packed 16-bit multiply where it
+// is exact for this divisor (packed_quotient_exact), else the scalar one.
+template <typename scalar_t, typename Launch>
+cudaError_t with_packed_mul(const LeanArgs<scalar_t>& a, Launch&& launch) {
+  if constexpr (sizeof(scalar_t) == 2) {
+    if (packed_quotient_exact<scalar_t>(a.inv)) return launch(std::true_type{});
+  }
+  return launch(std::false_type{});
 }
 
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
           bool kExactRows = false, int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
-  if constexpr (sizeof(scalar_t) == 2) {
-    if (packed_quotient_exact<scalar_t>(a.inv)) {
-      return launch_programmatic(
-          lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, true, kExactRows, kBlock, kMinBlocks>,
-          dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
-    }
-  }
-  return launch_programmatic(
-      lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, false, kExactRows, kBlock, kMinBlocks>,
-      dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
+  return with_packed_mul(a, [&](auto packed) {
+    return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, decltype(packed)::value,
+                                                kExactRows, kBlock, kMinBlocks>,
+                               dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
+  });
 }
 
 // Vectors in flight per thread, as many as 32 registers hold without spilling beside
@@ -861,22 +866,13 @@ size_t staged_row_bytes(int cols) {
   return size_t(cols / V) * sizeof(typename RawVec<sizeof(scalar_t) * V>::type);
 }
 
-template <typename scalar_t, int V, bool kPdl>
-cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, bool shifted, cudaStream_t stream) {
-  const size_t smem = staged_row_bytes<scalar_t, V>(a.cols);
-  const dim3 grid(static_cast<unsigned>(a.rows)), block(kWarp);
-  if constexpr (sizeof(scalar_t) == 2) {
-    if (packed_quotient_exact<scalar_t>(a.inv)) {
-      return shifted ? launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, true, true>, grid, block, smem,
-                                           stream, kPdl, a)
-                     : launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, false, true>, grid, block, smem,
-                                           stream, kPdl, a);
-    }
-  }
-  return shifted ? launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, true, false>, grid, block, smem,
-                                       stream, kPdl, a)
-                 : launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, false, false>, grid, block, smem,
-                                       stream, kPdl, a);
+template <typename scalar_t, int V, bool kPdl, bool kShifted>
+cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
+  return with_packed_mul(a, [&](auto packed) {
+    return launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, kShifted, decltype(packed)::value>,
+                               dim3(static_cast<unsigned>(a.rows)), dim3(kWarp), staged_row_bytes<scalar_t, V>(a.cols),
+                               stream, kPdl, a);
+  });
 }
 
 // A warp-per-row plan has one warp per row, so when rows are few only loads in flight
@@ -893,15 +889,14 @@ bool deep_warp_rows_pay(int rows, int cols) {
   return rows <= 4096 && cols >= 4 * kWarp * V;
 }
 
-// Up to 1024 fp32 rows of at least 32 vectors per lane (4096+ columns), even 16 in flight
+// Up to 1024 rows of at least 32 vectors per lane (fp32: 4096+ columns), even 16 in flight
 // leave the lanes waiting on memory twice or more: there the staged kernel puts the
 // whole row in flight at once. Measured at 128 x 6000 (3.97 -> 2.81 us back to back) and
 // 1024 x 4096 (6.12 -> 5.67); slower with more rows or shorter rows, and in 16-bit types
-// (1024 x 4096 bf16: 3.96 -> 4.15), whose warp-per-row rows are too short to qualify.
+// (1024 x 4096 bf16: 3.96 -> 4.15), so launch_lean_shape takes it for fp32 only.
 template <typename scalar_t, int V>
 bool staged_warp_rows_pay(int rows, int cols) {
-  return sizeof(scalar_t) == 4 && rows <= 1024 && cols >= 32 * kWarp * V &&
-         staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
+  return rows <= 1024 && cols >= 32 * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
 }
 
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
@@ -919,9 +914,10 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool 
     return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
                    : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);
   }
-  if constexpr (sizeof(scalar_t) == 4) {
+  if constexpr (sizeof(scalar_t) == 4) {  // the staged kernel was measured faster in fp32 only
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
-      return launch_staged_warp_rows<scalar_t, V, kPdl>(a, shifted, stream);
+      return shifted ? launch_staged_warp_rows<scalar_t, V, kPdl, true>(a, stream)
+                     : launch_staged_warp_rows<scalar_t, V, kPdl, false>(a, stream);
   }
   if (opt.deep_warp_rows && deep_warp_rows_pay<V>(a.rows, a.cols)) {
     constexpr int kB = kDeepWarpRowBlock, kU = kDeepWarpRowU, kM = kDeepWarpRowBlocksPerSm;
@@ -960,8 +956,9 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   } else if constexpr (kProgrammaticBuild == 0) {
     return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, opt, stream);
   } else {
-    return launch_is_programmatic(opt, prop) ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, opt, stream)
-                                             : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, opt, stream);
+    return launch_is_programmatic(opt.programmatic_launch, prop)
+               ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, opt, stream)
+               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, opt, stream);
   }
 }
 
@@ -1001,7 +998,7 @@ cudaError_t launch_planned(const Plan& p, const Args<scalar_t>& a, const DeviceS
       return launch_lean<scalar_t, V>(p, a, prop, LeanOptions{}, stream);
     }
   }
-  return launch_general<scalar_t, V>(p, a, stream, launch_is_programmatic(LeanOptions{}, prop));
+  return launch_general<scalar_t, V>(p, a, stream, launch_is_programmatic(true, prop));
 }
 
 }  // namespace tail

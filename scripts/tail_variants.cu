@@ -107,20 +107,6 @@ int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
                                                                                       stream);
 }
 
-// The warp-per-row lean kernel with three vectors in flight per lane instead of two
-// (fp32 only: 16-bit types spill at 32 registers).
-template <typename T, int V>
-int launch_warp_rows_u3(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  if constexpr (sizeof(T) == 4) {
-    if (p.split_y) return -1;
-    const LeanArgs<T> a = lean_args(g);
-    const auto grid = static_cast<unsigned>(ceil_div(g.rows, kLeanWarps));
-    return g.cols % V ? launch_lean_variant<T, V, 3, kLeanLoad, true, true, true>(a, grid, stream)
-                      : launch_lean_variant<T, V, 3, kLeanLoad, true, true, false>(a, grid, stream);
-  }
-  return -1;
-}
-
 // The warp-per-row lean kernel in kBlock-thread blocks with U vectors in flight per lane
 // (registers for kMinBlocks blocks per SM): the same additions, more SMs and more loads
 // in flight when rows are few.
@@ -170,13 +156,17 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
   if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);
-  if (variant == 27) return launch_warp_rows_u3<T, V>(p, a, stream);
+  if (variant == 27) {  // fp32 only: 16-bit types spill at 32 registers
+    if constexpr (sizeof(T) == 4) return launch_warp_rows_wide<T, V, 3, kLeanBlock, kLeanBlocksPerSm>(p, a, stream);
+    return -1;
+  }
   if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 4>(p, a, stream);
   if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
   if (variant == 38) {
     const LeanArgs<T> la = lean_args(a);
     if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
-    return launch_staged_warp_rows<T, V, true>(la, la.cols % V != 0, stream);
+    return la.cols % V ? launch_staged_warp_rows<T, V, true, true>(la, stream)
+                       : launch_staged_warp_rows<T, V, true, false>(la, stream);
   }
   LeanOptions opt;
   opt.programmatic_launch = variant != 1 && variant != 2;
