@@ -718,15 +718,18 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   }
 }
 
-// A warp-per-row plan with few rows, staged: one row per 32-thread block. Each lane
-// first copies all of its vectors into shared memory at once (cp.async: the whole row
-// in flight, nothing held in registers), then adds them in the reference's order from
-// there, exactly as lean_rows_kernel's warp rows do. A lane reads back only what it
-// copied itself, so waiting for its own copies is enough: no barrier.
+// A warp-per-row plan with few rows, staged: one row per 32-thread block. The row's
+// whole vectors are first copied into shared memory at once (the whole row in flight,
+// nothing held in registers; on sm_90 one bulk copy: warp_staged_copy), then each lane
+// adds its own in the reference's order from there, exactly as lean_rows_kernel's warp
+// rows do.
 template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kPackedMul>
 __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
-  extern __shared__ uint4 staged_raw[];
+  // The bulk copy writes whole 128-byte lines of shared memory when its destination is
+  // aligned to them.
+  extern __shared__ __align__(128) uint4 staged_raw[];
+  __shared__ uint64_t landed;
   W* staged = reinterpret_cast<W*>(staged_raw);
   const int lane = threadIdx.x;
   const int r = blockIdx.x;
@@ -734,16 +737,17 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   const scalar_t* row_start = a.y + r * a.row_stride;
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);
   const uint64_t policy = evict_first_policy();
+  warp_staged_copy_init(&landed, lane);
   if constexpr (kPdl) wait_for_prior_grids();
-  for (int k = lane; k < geo.nvec; k += kWarp) copy_to_shared_async(staged + k, row + k, policy);
+  warp_staged_copy(staged, row, geo.nvec, lane, &landed, policy);
   // The row's head and tail elements (rows that start mid-vector) are read while the
-  // copies fly; they are added first and last, as in lean_rows_kernel.
+  // copy flies; they are added first and last, as in lean_rows_kernel.
   const bool has_head = kShifted && geo.shift > 0 && lane >= geo.shift && lane < V;
   const bool has_tail = kShifted && lane < (a.cols - geo.base) % V;
   const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
   const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
-  wait_for_own_copies();
   if constexpr (kPdl) allow_dependent_launch();
+  warp_staged_copy_wait(&landed);
 
   const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
   float acc[V];
@@ -805,6 +809,7 @@ struct LeanOptions {
   bool exact_rows = true;           // the loop-free kernel where it applies (launch_lean_shape)
   bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
   bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
+  bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -889,14 +894,28 @@ bool deep_warp_rows_pay(int rows, int cols) {
   return rows <= 4096 && cols >= 4 * kWarp * V;
 }
 
-// Up to 1024 rows of at least 32 vectors per lane (fp32: 4096+ columns), even 16 in flight
-// leave the lanes waiting on memory twice or more: there the staged kernel puts the
-// whole row in flight at once. Measured at 128 x 6000 (3.97 -> 2.81 us back to back) and
-// 1024 x 4096 (6.12 -> 5.67); slower with more rows or shorter rows, and in 16-bit types
-// (1024 x 4096 bf16: 3.96 -> 4.15), so launch_lean_shape takes it for fp32 only.
+// Up to 1024 rows of more vectors per lane than the deep kernel keeps in flight (fp32:
+// over 2048 columns), its lanes would wait on memory twice or more: there the staged
+// kernel puts the whole row in flight at once. Measured back to back (results/kernel_notes.md),
+// with the bulk copy: 128 x 6000 3.97 -> 2.62 us, 512 x 8000 6.77 -> 5.78, 1024 x 3000
+// 4.95 -> 4.62; slower with more rows, and in 16-bit types (1024 x 7000 bf16: 5.94 -> 6.40),
+// so launch_lean_shape takes it for fp32 only.
 template <typename scalar_t, int V>
 bool staged_warp_rows_pay(int rows, int cols) {
-  return rows <= 1024 && cols >= 32 * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
+  return rows <= 1024 && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
+}
+
+// A block-per-row plan whose threads hold five vectors each (fp32: 8196..10243 columns)
+// would wait on memory twice with kLeanRowU in flight, the second time for at most one
+// vector; five in flight (40 registers, 3 blocks per SM) fetch the row in one round.
+// Measured 6-9% faster at 1024 x 9000..10240 and 2048 x 10007 back to back; fp32 only
+// (five 16-bit vectors spill at 40 registers, and four gave bf16 nothing).
+constexpr int kFiveVectorRowU = 5;
+constexpr int kFiveVectorRowBlocksPerSm = 3;
+
+template <int V>
+bool lean_rows_hold_five_vectors(int cols) {
+  return ceil_div(cols / V, kLeanBlock) == kFiveVectorRowU;
 }
 
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
@@ -910,6 +929,11 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool 
     if constexpr (sizeof(scalar_t) == 4) {
       if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
         return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false, true>(a, grid, stream);
+      if (opt.five_vector_rows && lean_rows_hold_five_vectors<V>(a.cols)) {
+        constexpr int kU = kFiveVectorRowU, kB = kLeanBlock, kM = kFiveVectorRowBlocksPerSm;
+        return shifted ? launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, false, true, false, kB, kM>(a, grid, stream)
+                       : launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, false, false, false, kB, kM>(a, grid, stream);
+      }
     }
     return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
                    : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);

@@ -35,7 +35,10 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             25: "lean_exact_rows", 26: "lean_looped",
             27: "lean_warp_rows_u3", 28: "lean_l2_128B", 29: "lean_l2_256B",
             30: "general_pdl", 33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows",
-            38: "staged_warp_rows"}
+            38: "staged_warp_rows", 39: "lean_four_vector_rows", 40: "block_rows_u8_min2", 42: "block_rows_u5_min3", 43: "block_rows_u4_min3",
+            44: "staged_cp_async", 45: "staged_cp_async_g4", 46: "block_staged_128_g1",
+            47: "block_staged_128_g4", 48: "block_staged_512_g4", 50: "bulk_staged_c1", 51: "bulk_staged_c4",
+            52: "bulk_staged_c8"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -49,7 +52,12 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
          ((1024, 1000), "float32"), ((1024, 2048), "float32"), ((1024, 4096), "float32"), ((1024, 4096), "bfloat16"),
          ((128, 6000), "float32"), ((4096, 4096), "float32"), ((16384, 2048), "bfloat16"),
          ((4096, 4096), "bfloat16"), ((1024, 512), "float32"), ((1024, 1024), "bfloat16"), ((2048, 2048), "float16"),
-         ((1000, 4095), "float32"), ((129, 1031), "bfloat16")]
+         ((1000, 4095), "float32"), ((129, 1031), "bfloat16"),
+         ((1024, 10007), "float32"), ((1024, 10007), "bfloat16"), ((1024, 12288), "float32"), ((1024, 16384), "float32"),
+         ((2048, 10007), "float32"), ((512, 8000), "float32"), ((1024, 6144), "float32"), ((4096, 10007), "float32"),
+         ((1024, 9000), "float32"), ((1024, 10240), "float32"), ((256, 8000), "float32"), ((1024, 3000), "float32"),
+         ((512, 4096), "bfloat16"), ((1024, 7000), "bfloat16"), ((256, 3000), "float32"), ((1024, 2049), "float32"),
+         ((128, 2500), "float32")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
