@@ -896,10 +896,11 @@ bool deep_warp_rows_pay(int rows, int cols) {
 
 // Up to 1024 rows of more vectors per lane than the deep kernel keeps in flight (fp32:
 // over 2048 columns), its lanes would wait on memory twice or more: there the staged
-// kernel puts the whole row in flight at once. Measured back to back (results/kernel_notes.md),
-// with the bulk copy: 128 x 6000 3.97 -> 2.62 us, 512 x 8000 6.77 -> 5.78, 1024 x 3000
-// 4.95 -> 4.62; slower with more rows, and in 16-bit types (1024 x 7000 bf16: 5.94 -> 6.40),
-// so launch_lean_shape takes it for fp32 only.
+// kernel puts the whole row in flight at once. Measured back to back with the bulk copy
+// (results/kernel_notes.md), us, against per-lane copies: 128 x 6000 2.75 -> 2.63,
+// 512 x 8000 7.42 -> 5.84, 1024 x 4096 6.61 -> 5.55; against the deep kernel: 1024 x 3000
+// 4.95 -> 4.63. Slower in 16-bit types (1024 x 7000 bf16: 5.94 -> 6.40), so
+// launch_lean_shape takes it for fp32 only.
 template <typename scalar_t, int V>
 bool staged_warp_rows_pay(int rows, int cols) {
   return rows <= 1024 && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;

@@ -120,37 +120,12 @@ int launch_warp_rows_wide(const Plan& p, const Args<T>& g, cudaStream_t stream) 
              : launch_lean_variant<T, V, U, kLeanLoad, true, true, false, false, kBlock, kMinBlocks>(a, grid, stream);
 }
 
-// The block-per-row lean kernel with U vectors in flight per thread and registers for
-// kMinBlocks blocks per SM: rows of up to U vectors per thread in one round of loads
-// (the library keeps kLeanRowU, so 1024 x 10007 fp32 waits on memory twice).
-template <typename T, int V, int U, int kMinBlocks>
-int launch_block_rows_wide(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  if (!p.split_y) return -1;
-  const LeanArgs<T> a = lean_args(g);
-  const auto grid = static_cast<unsigned>(a.rows);
-  return g.cols % V
-             ? launch_lean_variant<T, V, U, kLeanLoad, true, false, true, false, kLeanBlock, kMinBlocks>(a, grid, stream)
-             : launch_lean_variant<T, V, U, kLeanLoad, true, false, false, false, kLeanBlock, kMinBlocks>(a, grid, stream);
-}
-
-template <int N>
-__device__ __forceinline__ void wait_for_all_but_newest_groups() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-// Waits for group G of kGroups (oldest first), then adds it.
-template <int kGroups, typename Add, int... G>
-__device__ __forceinline__ void add_groups_as_they_land(Add& add, std::integer_sequence<int, G...>) {
-  ((wait_for_all_but_newest_groups<kGroups - 1 - G>(), add(G)), ...);
-}
-
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-// staged_warp_rows_kernel with the lane's copies committed in kGroups consecutive groups:
-// the lane adds a group's vectors as soon as that group has landed, while later groups
-// are still in flight (the same additions in the same order).
-template <typename T, int V, bool kShifted, bool kPackedMul, int kGroups>
-__global__ void __launch_bounds__(kWarp) staged_pipelined_warp_rows_kernel(LeanArgs<T> a) {
+// The staged warp-row kernel as the library builds it before sm_90: each lane copies its
+// own vectors with cp.async and waits for its own copies (one instruction per vector
+// per lane), instead of one bulk copy of the row. What the library's staged kernel did on
+// sm_90 before session 7.
+template <typename T, int V, bool kShifted, bool kPackedMul>
+__global__ void __launch_bounds__(kWarp) staged_cp_async_warp_rows_kernel(LeanArgs<T> a) {
   using W = typename RawVec<sizeof(T) * V>::type;
   extern __shared__ uint4 staged_raw[];
   W* staged = reinterpret_cast<W*>(staged_raw);
@@ -160,32 +135,22 @@ __global__ void __launch_bounds__(kWarp) staged_pipelined_warp_rows_kernel(LeanA
   const T* row_start = a.y + r * a.row_stride;
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);
   const uint64_t policy = evict_first_policy();
-  const int per_lane = (geo.nvec + kWarp - 1) / kWarp;  // the first lane's vector count
-  const int per_group = (per_lane + kGroups - 1) / kGroups;
   wait_for_prior_grids();
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    for (int j = g * per_group, k = lane + j * kWarp; j < (g + 1) * per_group && k < geo.nvec; ++j, k += kWarp)
-      copy_to_shared_async(staged + k, row + k, policy);
-    commit_copies();
-  }
+  for (int k = lane; k < geo.nvec; k += kWarp) copy_to_shared_async(staged + k, row + k, policy);
   const bool has_head = kShifted && geo.shift > 0 && lane >= geo.shift && lane < V;
   const bool has_tail = kShifted && lane < (a.cols - geo.base) % V;
   const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
   const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
   allow_dependent_launch();
+  wait_for_own_copies();
 
   const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
   float acc[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0f;
   if (has_head) acc[0] = 0.0f + head;
-  auto add_group = [&](int g) {
 #pragma unroll 4
-    for (int j = g * per_group, k = lane + j * kWarp; j < (g + 1) * per_group && k < geo.nvec; ++j, k += kWarp)
-      lean_add_vector<T, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
-  };
-  add_groups_as_they_land<kGroups>(add_group, std::make_integer_sequence<int, kGroups>{});
+  for (int k = lane; k < geo.nvec; k += kWarp) lean_add_vector<T, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
   if (has_tail) acc[0] = acc[0] + tail;
   float leaf = acc[0];
 #pragma unroll
@@ -194,171 +159,17 @@ __global__ void __launch_bounds__(kWarp) staged_pipelined_warp_rows_kernel(LeanA
   if (lane == 0) a.out[r * a.out_stride] = Arith<T>::store(total, a.scale);
 }
 
-template <typename T, int V, int kGroups>
-int launch_staged_pipelined(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  const LeanArgs<T> a = lean_args(g);
-  if (sizeof(T) != 4 || p.split_y || staged_row_bytes<T, V>(a.cols) > kStagedRowBytes) return -1;
-  return with_packed_mul(a, [&](auto packed) {
-    constexpr bool kPacked = decltype(packed)::value;
-    const auto kernel = a.cols % V ? staged_pipelined_warp_rows_kernel<T, V, true, kPacked, kGroups>
-                                   : staged_pipelined_warp_rows_kernel<T, V, false, kPacked, kGroups>;
-    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kWarp),
-                               staged_row_bytes<T, V>(a.cols), stream, true, a);
-  });
-}
-
-// Warp-per-row plans with few long rows, staged by a whole block: kThreads threads copy
-// the row into shared memory together (each a strided share, so the copies are issued
-// kThreads / 32 times faster than by one warp), in kGroups lane-aligned groups; once a
-// group has landed (each thread's own wait, then a barrier), the first warp adds its
-// vectors in the reference's order while the later groups are still in flight.
-template <typename T, int V, bool kShifted, bool kPackedMul, int kThreads, int kGroups>
-__global__ void __launch_bounds__(kThreads) block_staged_warp_rows_kernel(LeanArgs<T> a) {
-  using W = typename RawVec<sizeof(T) * V>::type;
-  extern __shared__ uint4 staged_raw[];
-  W* staged = reinterpret_cast<W*>(staged_raw);
-  const int tid = threadIdx.x, lane = tid % kWarp;
-  const bool adder = tid < kWarp;
-  const int r = blockIdx.x;
-  const LeanRow<V, kShifted> geo(r, a.cols);
-  const T* row_start = a.y + r * a.row_stride;
-  const W* row = reinterpret_cast<const W*>(row_start + geo.base);
-  const uint64_t policy = evict_first_policy();
-  const int per_lane = (geo.nvec + kWarp - 1) / kWarp;
-  const int per_group = (per_lane + kGroups - 1) / kGroups;  // each lane's vectors per group
-  const int group_vectors = per_group * kWarp;
-  wait_for_prior_grids();
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    const int end = min((g + 1) * group_vectors, geo.nvec);
-    for (int k = g * group_vectors + tid; k < end; k += kThreads) copy_to_shared_async(staged + k, row + k, policy);
-    commit_copies();
-  }
-  const bool has_head = kShifted && adder && geo.shift > 0 && lane >= geo.shift && lane < V;
-  const bool has_tail = kShifted && adder && lane < (a.cols - geo.base) % V;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
-  allow_dependent_launch();
-
-  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
-  float acc[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-  if (has_head) acc[0] = 0.0f + head;
-  auto add_group = [&](int g) {
-    __syncthreads();
-    if (!adder) return;
-#pragma unroll 4
-    for (int j = g * per_group, k = lane + j * kWarp; j < (g + 1) * per_group && k < geo.nvec; ++j, k += kWarp)
-      lean_add_vector<T, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
-  };
-  add_groups_as_they_land<kGroups>(add_group, std::make_integer_sequence<int, kGroups>{});
-  if (!adder) return;
-  if (has_tail) acc[0] = acc[0] + tail;
-  float leaf = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
-  const float total = shuffle_tree(leaf, kWarp);
-  if (lane == 0) a.out[r * a.out_stride] = Arith<T>::store(total, a.scale);
-}
-
-template <typename T, int V, int kThreads, int kGroups>
-int launch_block_staged(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+template <typename T, int V>
+int launch_staged_cp_async(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   const LeanArgs<T> a = lean_args(g);
   if (p.split_y || staged_row_bytes<T, V>(a.cols) > kStagedRowBytes) return -1;
   return with_packed_mul(a, [&](auto packed) {
     constexpr bool kPacked = decltype(packed)::value;
-    const auto kernel = a.cols % V ? block_staged_warp_rows_kernel<T, V, true, kPacked, kThreads, kGroups>
-                                   : block_staged_warp_rows_kernel<T, V, false, kPacked, kThreads, kGroups>;
-    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kThreads),
+    const auto kernel = a.cols % V ? staged_cp_async_warp_rows_kernel<T, V, true, kPacked>
+                                   : staged_cp_async_warp_rows_kernel<T, V, false, kPacked>;
+    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kWarp),
                                staged_row_bytes<T, V>(a.cols), stream, true, a);
   });
-}
-
-// Warp-per-row plans with few long rows, the row fetched by the bulk-copy engine: lane 0
-// asks for it in kChunks lane-aligned chunks, each completing on its own mbarrier (one
-// instruction per chunk instead of one per vector per lane); each lane adds a chunk's
-// vectors in the reference's order as soon as that chunk has landed.
-template <typename T, int V, bool kShifted, bool kPackedMul, int kChunks>
-__global__ void __launch_bounds__(kWarp) bulk_staged_warp_rows_kernel(LeanArgs<T> a) {
-  using W = typename RawVec<sizeof(T) * V>::type;
-  static_assert(sizeof(W) == 16, "bulk copies move multiples of 16 bytes");
-  extern __shared__ __align__(128) uint4 staged_raw[];
-  __shared__ __align__(8) uint64_t landed[kChunks];
-  W* staged = reinterpret_cast<W*>(staged_raw);
-  const int lane = threadIdx.x;
-  const int r = blockIdx.x;
-  const LeanRow<V, kShifted> geo(r, a.cols);
-  const T* row_start = a.y + r * a.row_stride;
-  const W* row = reinterpret_cast<const W*>(row_start + geo.base);
-  const int per_lane = (geo.nvec + kWarp - 1) / kWarp;
-  const int per_chunk = (per_lane + kChunks - 1) / kChunks;  // each lane's vectors per chunk
-  const int chunk_vectors = per_chunk * kWarp;
-  if (lane == 0) {
-    for (int c = 0; c < kChunks; ++c) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&landed[c])));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncwarp();
-  wait_for_prior_grids();
-  if (lane == 0) {
-    const uint64_t policy = evict_first_policy();
-    for (int c = 0; c < kChunks; ++c) {
-      const int first = c * chunk_vectors;
-      const int count = max(0, min(chunk_vectors, geo.nvec - first));
-      const uint32_t bar = shared_address(&landed[c]);
-      const uint32_t bytes = count * sizeof(W);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-      if (count > 0)
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-                shared_address(staged + first)),
-            "l"(row + first), "r"(bytes), "r"(bar), "l"(policy)
-            : "memory");
-    }
-  }
-  const bool has_head = kShifted && geo.shift > 0 && lane >= geo.shift && lane < V;
-  const bool has_tail = kShifted && lane < (a.cols - geo.base) % V;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
-  allow_dependent_launch();
-
-  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
-  float acc[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-  if (has_head) acc[0] = 0.0f + head;
-  for (int c = 0; c < kChunks; ++c) {
-    const uint32_t bar = shared_address(&landed[c]);
-    asm volatile(
-        "{\n .reg .pred done;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n @!done bra WAIT_%=;\n}" ::"r"(bar)
-        : "memory");
-#pragma unroll 4
-    for (int j = c * per_chunk, k = lane + j * kWarp; j < (c + 1) * per_chunk && k < geo.nvec; ++j, k += kWarp)
-      lean_add_vector<T, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
-  }
-  if (has_tail) acc[0] = acc[0] + tail;
-  float leaf = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
-  const float total = shuffle_tree(leaf, kWarp);
-  if (lane == 0) a.out[r * a.out_stride] = Arith<T>::store(total, a.scale);
-}
-
-template <typename T, int V, int kChunks>
-int launch_bulk_staged(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  if constexpr (sizeof(T) * V != 16) {
-    return -1;  // 8-byte vectors (16-bit types, torch before 2.10)
-  } else {
-    const LeanArgs<T> a = lean_args(g);
-    if (p.split_y || staged_row_bytes<T, V>(a.cols) > kStagedRowBytes) return -1;
-    return with_packed_mul(a, [&](auto packed) {
-      constexpr bool kPacked = decltype(packed)::value;
-      const auto kernel = a.cols % V ? bulk_staged_warp_rows_kernel<T, V, true, kPacked, kChunks>
-                                     : bulk_staged_warp_rows_kernel<T, V, false, kPacked, kChunks>;
-      return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kWarp),
-                                 staged_row_bytes<T, V>(a.cols), stream, true, a);
-    });
-  }
 }
 
 template <typename T>
@@ -403,24 +214,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   }
   if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 4>(p, a, stream);
   if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
-  if (variant == 40) return launch_block_rows_wide<T, V, 8, 2>(p, a, stream);
-  if (variant == 42) {  // five vectors fit 40 registers without spilling in fp32 only
-    if constexpr (sizeof(T) == 4) return launch_block_rows_wide<T, V, 5, 3>(p, a, stream);
+  if (variant == 44) {
+    if constexpr (sizeof(T) == 4) return launch_staged_cp_async<T, V>(p, a, stream);  // the library's staged type
     return -1;
-  }
-  if (variant == 43) {  // 16-bit: four vectors, twice the library's
-    if constexpr (sizeof(T) == 2) return launch_block_rows_wide<T, V, 4, 3>(p, a, stream);
-    return -1;
-  }
-  if (variant == 50) return launch_bulk_staged<T, V, 1>(p, a, stream);
-  if (variant == 51) return launch_bulk_staged<T, V, 4>(p, a, stream);
-  if (variant == 52) return launch_bulk_staged<T, V, 8>(p, a, stream);
-  if (variant == 46) return launch_block_staged<T, V, 128, 1>(p, a, stream);
-  if (variant == 47) return launch_block_staged<T, V, 128, 4>(p, a, stream);
-  if (variant == 48) return launch_block_staged<T, V, 512, 4>(p, a, stream);
-  if constexpr (sizeof(T) == 4) {  // the staged kernel is the library's for fp32 only
-    if (variant == 44) return launch_staged_pipelined<T, V, 1>(p, a, stream);
-    if (variant == 45) return launch_staged_pipelined<T, V, 4>(p, a, stream);
   }
   if (variant == 38) {
     if constexpr (sizeof(T) * V == 16) {  // the staged kernel copies 16-byte vectors
@@ -469,10 +265,13 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // flight per lane (35: the library's choice for few rows); 37 the library with two vectors
 // per lane on every warp-per-row plan (before the deep and staged kernels); 38 warp-per-row plans
 // staged: each lane copies its whole share of the row into shared memory first
-// (staged_warp_rows_kernel). Variants tried and
+// (staged_warp_rows_kernel: one bulk copy of the row on sm_90; fp32); 39 the library without
+// its five-vector block rows (before session 7); 44 the staged kernel with per-lane cp.async
+// copies (the library's before session 7, and its path before sm_90). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
-// flight, warp rows with 2-8 vectors in 64-512-thread blocks) are in
-// results/kernel_notes.md.
+// flight, warp rows with 2-8 vectors in 64-512-thread blocks; block rows with 4-8 vectors
+// per thread in 2-3 blocks per SM, staged rows copied by 128-512 threads or in 4-8
+// pipelined groups or bulk chunks) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
 extern "C" int kb14x_tail(int variant, int dtype, const void* y, long long rows, long long cols,
