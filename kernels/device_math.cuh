@@ -141,55 +141,65 @@ __device__ __forceinline__ void wait_for_own_copies() {
 #endif
 }
 
-// A warp's copy of n 16-byte vectors from global to shared memory. On sm_90 and newer
-// the copy engine moves them all (one bulk copy, issued by lane 0, completing on the
-// mbarrier `landed`), so no lane issues a copy per vector; before, each lane copies
+// A warp's copy of n 16-byte vectors from global to shared memory. kBulk, on sm_90 and
+// newer: the copy engine moves them all (one bulk copy, issued by lane 0, completing on
+// the mbarrier `landed`), so no lane issues a copy per vector. Otherwise each lane copies
 // vectors lane, lane + 32, ... (copy_to_shared_async). After warp_staged_copy_wait each
-// lane may read the vectors it would have copied itself (on sm_90: all of them).
-__device__ __forceinline__ void warp_staged_copy_init(uint64_t* landed, int lane) {
+// lane may read the vectors it would have copied itself (after a bulk copy: all of them).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (lane == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(landed))));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncwarp();
+template <bool kBulk>
+constexpr bool kBulkStagedCopy = kBulk;
+#else
+template <bool kBulk>
+constexpr bool kBulkStagedCopy = false;
 #endif
+
+template <bool kBulk>
+__device__ __forceinline__ void warp_staged_copy_init(uint64_t* landed, int lane) {
+  if constexpr (kBulkStagedCopy<kBulk>) {
+    if (lane == 0) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(landed))));
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
+  }
 }
 
-template <typename W>
+template <bool kBulk, typename W>
 __device__ __forceinline__ void warp_staged_copy(W* dst, const W* src, int n, int lane, uint64_t* landed,
                                                  uint64_t policy) {
   static_assert(sizeof(W) == 16, "bulk copies move multiples of 16 bytes from 16-byte boundaries");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (lane == 0) {
-    const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(landed));
-    const uint32_t bytes = static_cast<uint32_t>(n) * sizeof(W);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-    if (n > 0)
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-              static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-          "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-          : "memory");
+  if constexpr (kBulkStagedCopy<kBulk>) {
+    if (lane == 0) {
+      const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(landed));
+      const uint32_t bytes = static_cast<uint32_t>(n) * sizeof(W);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+      if (n > 0)
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], "
+            "%4;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+            "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+            : "memory");
+    }
+  } else {
+    for (int k = lane; k < n; k += 32) copy_to_shared_async(dst + k, src + k, policy);
   }
-#else
-  for (int k = lane; k < n; k += 32) copy_to_shared_async(dst + k, src + k, policy);
-#endif
 }
 
+template <bool kBulk>
 __device__ __forceinline__ void warp_staged_copy_wait(uint64_t* landed) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(landed));
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done)
-                 : "r"(bar)
-                 : "memory");
+  if constexpr (kBulkStagedCopy<kBulk>) {
+    const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(landed));
+    uint32_t done = 0;
+    while (!done) {
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done)
+                   : "r"(bar)
+                   : "memory");
+    }
+  } else {
+    wait_for_own_copies();
   }
-#else
-  wait_for_own_copies();
-#endif
 }
 
 // Programmatic dependent launch (sm_90+; no-ops before): wait until the kernels this

@@ -720,10 +720,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
 
 // A warp-per-row plan with few rows, staged: one row per 32-thread block. The row's
 // whole vectors are first copied into shared memory at once (the whole row in flight,
-// nothing held in registers; on sm_90 one bulk copy: warp_staged_copy), then each lane
-// adds its own in the reference's order from there, exactly as lean_rows_kernel's warp
-// rows do.
-template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kPackedMul>
+// nothing held in registers; on sm_90 one bulk copy unless kBulkCopy is false:
+// warp_staged_copy), then each lane adds its own in the reference's order from there,
+// exactly as lean_rows_kernel's warp rows do.
+template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kPackedMul, bool kBulkCopy = true>
 __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   // The bulk copy writes whole 128-byte lines of shared memory when its destination is
@@ -737,9 +737,9 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   const scalar_t* row_start = a.y + r * a.row_stride;
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);
   const uint64_t policy = evict_first_policy();
-  warp_staged_copy_init(&landed, lane);
+  warp_staged_copy_init<kBulkCopy>(&landed, lane);
   if constexpr (kPdl) wait_for_prior_grids();
-  warp_staged_copy(staged, row, geo.nvec, lane, &landed, policy);
+  warp_staged_copy<kBulkCopy>(staged, row, geo.nvec, lane, &landed, policy);
   // The row's head and tail elements (rows that start mid-vector) are read while the
   // copy flies; they are added first and last, as in lean_rows_kernel.
   const bool has_head = kShifted && geo.shift > 0 && lane >= geo.shift && lane < V;
@@ -747,7 +747,7 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
   const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
   if constexpr (kPdl) allow_dependent_launch();
-  warp_staged_copy_wait(&landed);
+  warp_staged_copy_wait<kBulkCopy>(&landed);
 
   const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
   float acc[V];
@@ -871,10 +871,10 @@ size_t staged_row_bytes(int cols) {
   return size_t(cols / V) * sizeof(typename RawVec<sizeof(scalar_t) * V>::type);
 }
 
-template <typename scalar_t, int V, bool kPdl, bool kShifted>
+template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kBulkCopy = true>
 cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
   return with_packed_mul(a, [&](auto packed) {
-    return launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, kShifted, decltype(packed)::value>,
+    return launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, kShifted, decltype(packed)::value, kBulkCopy>,
                                dim3(static_cast<unsigned>(a.rows)), dim3(kWarp), staged_row_bytes<scalar_t, V>(a.cols),
                                stream, kPdl, a);
   });

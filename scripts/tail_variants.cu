@@ -120,58 +120,6 @@ int launch_warp_rows_wide(const Plan& p, const Args<T>& g, cudaStream_t stream) 
              : launch_lean_variant<T, V, U, kLeanLoad, true, true, false, false, kBlock, kMinBlocks>(a, grid, stream);
 }
 
-// The staged warp-row kernel as the library builds it before sm_90: each lane copies its
-// own vectors with cp.async and waits for its own copies (one instruction per vector
-// per lane), instead of one bulk copy of the row. What the library's staged kernel did on
-// sm_90 before session 7.
-template <typename T, int V, bool kShifted, bool kPackedMul>
-__global__ void __launch_bounds__(kWarp) staged_cp_async_warp_rows_kernel(LeanArgs<T> a) {
-  using W = typename RawVec<sizeof(T) * V>::type;
-  extern __shared__ uint4 staged_raw[];
-  W* staged = reinterpret_cast<W*>(staged_raw);
-  const int lane = threadIdx.x;
-  const int r = blockIdx.x;
-  const LeanRow<V, kShifted> geo(r, a.cols);
-  const T* row_start = a.y + r * a.row_stride;
-  const W* row = reinterpret_cast<const W*>(row_start + geo.base);
-  const uint64_t policy = evict_first_policy();
-  wait_for_prior_grids();
-  for (int k = lane; k < geo.nvec; k += kWarp) copy_to_shared_async(staged + k, row + k, policy);
-  const bool has_head = kShifted && geo.shift > 0 && lane >= geo.shift && lane < V;
-  const bool has_tail = kShifted && lane < (a.cols - geo.base) % V;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
-  allow_dependent_launch();
-  wait_for_own_copies();
-
-  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
-  float acc[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-  if (has_head) acc[0] = 0.0f + head;
-#pragma unroll 4
-  for (int k = lane; k < geo.nvec; k += kWarp) lean_add_vector<T, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
-  if (has_tail) acc[0] = acc[0] + tail;
-  float leaf = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
-  const float total = shuffle_tree(leaf, kWarp);
-  if (lane == 0) a.out[r * a.out_stride] = Arith<T>::store(total, a.scale);
-}
-
-template <typename T, int V>
-int launch_staged_cp_async(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  const LeanArgs<T> a = lean_args(g);
-  if (p.split_y || staged_row_bytes<T, V>(a.cols) > kStagedRowBytes) return -1;
-  return with_packed_mul(a, [&](auto packed) {
-    constexpr bool kPacked = decltype(packed)::value;
-    const auto kernel = a.cols % V ? staged_cp_async_warp_rows_kernel<T, V, true, kPacked>
-                                   : staged_cp_async_warp_rows_kernel<T, V, false, kPacked>;
-    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kWarp),
-                               staged_row_bytes<T, V>(a.cols), stream, true, a);
-  });
-}
-
 template <typename T>
 int run(int variant, const void* y, long long rows, long long cols, long long row_stride, void* out,
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
@@ -214,14 +162,13 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   }
   if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 4>(p, a, stream);
   if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
-  if (variant == 44) {
-    if constexpr (sizeof(T) == 4) return launch_staged_cp_async<T, V>(p, a, stream);  // the library's staged type
-    return -1;
-  }
-  if (variant == 38) {
+  if (variant == 38 || variant == 44) {
     if constexpr (sizeof(T) * V == 16) {  // the staged kernel copies 16-byte vectors
       const LeanArgs<T> la = lean_args(a);
-      if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
+      if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes || (variant == 44 && sizeof(T) != 4)) return -1;
+      if (variant == 44)  // per-lane cp.async copies, as before sm_90
+        return la.cols % V ? launch_staged_warp_rows<T, V, true, true, false>(la, stream)
+                           : launch_staged_warp_rows<T, V, true, false, false>(la, stream);
       return la.cols % V ? launch_staged_warp_rows<T, V, true, true>(la, stream)
                          : launch_staged_warp_rows<T, V, true, false>(la, stream);
     }
@@ -267,7 +214,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // staged: each lane copies its whole share of the row into shared memory first
 // (staged_warp_rows_kernel: one bulk copy of the row on sm_90; fp32); 39 the library without
 // its five-vector block rows (before session 7); 44 the staged kernel with per-lane cp.async
-// copies (the library's before session 7, and its path before sm_90). Variants tried and
+// copies (the library's before session 7, and its path before sm_90; fp32). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
 // flight, warp rows with 2-8 vectors in 64-512-thread blocks; block rows with 4-8 vectors
 // per thread in 2-3 blocks per SM, staged rows copied by 128-512 threads or in 4-8
