@@ -2,9 +2,10 @@
 `compute-sanitizer --tool memcheck|racecheck|synccheck|initcheck python scripts/sanitize_cuda.py`.
 
 The paths: the tail's lean kernel with a 32 x 16 block per row (1024 x 8192, 1025 x 8192,
-16 x 16392; rows starting mid-vector: 1000 x 8191; five vectors per thread: 300 x 10007) or a warp per row (two vectors per lane:
-2048 x 1024; deep: 1024 x 2048, 129 x 1031 starting mid-vector; staged in shared memory:
-128 x 6000, 33 x 4097 starting mid-vector), the general split-row kernel (misaligned or strided
+16 x 16392; rows starting mid-vector: 1000 x 8191; five vectors per thread: 300 x 10007) or a
+warp per row (two vectors per lane: 2048 x 1024; deep: 1024 x 2048, 129 x 1031 starting
+mid-vector; staged in shared memory, by one bulk copy on sm_90: 128 x 6000, 33 x 4097 starting
+mid-vector), the general split-row kernel (misaligned or strided
 rows), several blocks per row plus the combine kernel (few long rows), one warp per row
 (strided rows), tiny rows (fewer than 32 threads), and the column-sum and matrix-vector kernels
 (the matrix-vector product's resident kernel: 1024 x 8192, 1025 x 8192, 3001 x 4104).
