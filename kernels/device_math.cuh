@@ -115,6 +115,10 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
   return policy;
 }
 
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
 // Copies one 16- or 8-byte vector from global to shared memory without holding it in
 // registers (cp.async, sm_80+; 16-byte copies bypass L1; `policy` for L2); a plain load and
 // store before sm_80. The copies a thread issued are complete after its wait_for_own_copies().
@@ -122,7 +126,7 @@ template <typename W>
 __device__ __forceinline__ void copy_to_shared_async(W* dst, const W* src, uint64_t policy) {
   static_assert(sizeof(W) == 16 || sizeof(W) == 8, "cp.async copies 16 or 8 bytes here");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto shared = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  const uint32_t shared = shared_address(dst);
   if constexpr (sizeof(W) == 16) {
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared), "l"(src), "l"(policy)
                  : "memory");
@@ -141,25 +145,74 @@ __device__ __forceinline__ void wait_for_own_copies() {
 #endif
 }
 
+// The bulk-copy engine and its mbarriers (sm_90 and newer; empty before, where callers
+// take another path). An mbarrier completes its phase once `arrivals` threads arrived
+// and every byte announced to it has landed.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+constexpr bool kHasBulkCopy = true;
+#else
+constexpr bool kHasBulkCopy = false;
+#endif
+
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals));
+#endif
+}
+
+// Makes the initialised mbarriers visible to the copy engine.
+__device__ __forceinline__ void fence_mbarrier_init() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+// Arrives on `bar`, announcing `bytes` still to land.
+__device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+#endif
+}
+
+// Copies `bytes` (a multiple of 16, at least 16) from global to shared memory, both 16-byte
+// aligned, with the copy engine; they count towards `bar` as they land.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
+                                                    uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          shared_address(dst)),
+      "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy)
+      : "memory");
+#endif
+}
+
+// Waits until `bar` completes its first phase.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint32_t address = shared_address(bar);
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(address)
+                 : "memory");
+  }
+#endif
+}
+
 // A warp's copy of n 16-byte vectors from global to shared memory. kBulk, on sm_90 and
 // newer: the copy engine moves them all (one bulk copy, issued by lane 0, completing on
 // the mbarrier `landed`), so no lane issues a copy per vector. Otherwise each lane copies
 // vectors lane, lane + 32, ... (copy_to_shared_async). After warp_staged_copy_wait each
 // lane may read the vectors it would have copied itself (after a bulk copy: all of them).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-template <bool kBulk>
-constexpr bool kBulkStagedCopy = kBulk;
-#else
-template <bool kBulk>
-constexpr bool kBulkStagedCopy = false;
-#endif
-
 template <bool kBulk>
 __device__ __forceinline__ void warp_staged_copy_init(uint64_t* landed, int lane) {
-  if constexpr (kBulkStagedCopy<kBulk>) {
+  if constexpr (kBulk && kHasBulkCopy) {
     if (lane == 0) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(landed))));
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      mbarrier_init(landed, 1);
+      fence_mbarrier_init();
     }
     __syncwarp();
   }
@@ -169,17 +222,11 @@ template <bool kBulk, typename W>
 __device__ __forceinline__ void warp_staged_copy(W* dst, const W* src, int n, int lane, uint64_t* landed,
                                                  uint64_t policy) {
   static_assert(sizeof(W) == 16, "bulk copies move multiples of 16 bytes from 16-byte boundaries");
-  if constexpr (kBulkStagedCopy<kBulk>) {
+  if constexpr (kBulk && kHasBulkCopy) {
     if (lane == 0) {
-      const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(landed));
       const uint32_t bytes = static_cast<uint32_t>(n) * sizeof(W);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-      if (n > 0)
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], "
-            "%4;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-            "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-            : "memory");
+      mbarrier_arrive_expecting(landed, bytes);
+      if (n > 0) bulk_copy_to_shared(dst, src, bytes, landed, policy);
     }
   } else {
     for (int k = lane; k < n; k += 32) copy_to_shared_async(dst + k, src + k, policy);
@@ -188,15 +235,8 @@ __device__ __forceinline__ void warp_staged_copy(W* dst, const W* src, int n, in
 
 template <bool kBulk>
 __device__ __forceinline__ void warp_staged_copy_wait(uint64_t* landed) {
-  if constexpr (kBulkStagedCopy<kBulk>) {
-    const auto bar = static_cast<uint32_t>(__cvta_generic_to_shared(landed));
-    uint32_t done = 0;
-    while (!done) {
-      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
-                   : "=r"(done)
-                   : "r"(bar)
-                   : "memory");
-    }
+  if constexpr (kBulk && kHasBulkCopy) {
+    mbarrier_wait(landed);
   } else {
     wait_for_own_copies();
   }

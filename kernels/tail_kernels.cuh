@@ -609,6 +609,15 @@ struct LeanRow {
   }
 };
 
+// A logical thread's leaf: its V accumulators added in order.
+template <int V>
+__device__ __forceinline__ float lean_leaf(const float (&acc)[V]) {
+  float leaf = acc[0];
+#pragma unroll
+  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
+  return leaf;
+}
+
 // Adds one vector's quotients to a logical thread's V accumulators, element i to acc[i].
 // kPackedMul: two 16-bit quotients per multiply (inv_pair holds 1 / divisor twice; exact
 // there: packed_quotient_exact).
@@ -689,9 +698,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   }
   if (owns_edges && lane < (a.cols - geo.base) % V)
     acc[0] = acc[0] + lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
-  float leaf = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
+  const float leaf = lean_leaf(acc);
 
   if constexpr (kWarpRows) {
     const float total = shuffle_tree(leaf, kWarp);
@@ -757,10 +764,7 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
 #pragma unroll 4
   for (int k = lane; k < geo.nvec; k += kWarp) lean_add_vector<scalar_t, V, kPackedMul>(acc, staged[k], a.inv, inv_pair);
   if (has_tail) acc[0] = acc[0] + tail;
-  float leaf = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
-  const float total = shuffle_tree(leaf, kWarp);
+  const float total = shuffle_tree(lean_leaf(acc), kWarp);
   if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
@@ -839,12 +843,26 @@ cudaError_t with_packed_mul(const LeanArgs<scalar_t>& a, Launch&& launch) {
   return launch(std::false_type{});
 }
 
-template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
-          bool kExactRows = false, int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm>
-cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
+// Calls launch(packed, shifted), two std::bool_constant: the packed multiply as
+// with_packed_mul chooses it, and whether rows may start mid-vector (the reference's
+// quotient: any column count that is not a multiple of V). kAlignedRows: the caller's rows
+// are whole vectors (fp32 rows of one chunk), so only the aligned kernel is built.
+template <typename scalar_t, int V, bool kAlignedRows = false, typename Launch>
+cudaError_t with_lean_flags(const LeanArgs<scalar_t>& a, Launch&& launch) {
   return with_packed_mul(a, [&](auto packed) {
-    return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, kShifted, decltype(packed)::value,
-                                                kExactRows, kBlock, kMinBlocks>,
+    if constexpr (!kAlignedRows) {
+      if (a.cols % V != 0) return launch(packed, std::true_type{});
+    }
+    return launch(packed, std::false_type{});
+  });
+}
+
+template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kExactRows = false,
+          int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm>
+cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
+  return with_lean_flags<scalar_t, V, kExactRows>(a, [&](auto packed, auto shifted) {
+    return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, decltype(shifted)::value,
+                                                decltype(packed)::value, kExactRows, kBlock, kMinBlocks>,
                                dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
   });
 }
@@ -871,10 +889,11 @@ size_t staged_row_bytes(int cols) {
   return size_t(cols / V) * sizeof(typename RawVec<sizeof(scalar_t) * V>::type);
 }
 
-template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kBulkCopy = true>
+template <typename scalar_t, int V, bool kPdl, bool kBulkCopy = true>
 cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
-  return with_packed_mul(a, [&](auto packed) {
-    return launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, kShifted, decltype(packed)::value, kBulkCopy>,
+  return with_lean_flags<scalar_t, V>(a, [&](auto packed, auto shifted) {
+    return launch_programmatic(staged_warp_rows_kernel<scalar_t, V, kPdl, decltype(shifted)::value,
+                                                       decltype(packed)::value, kBulkCopy>,
                                dim3(static_cast<unsigned>(a.rows)), dim3(kWarp), staged_row_bytes<scalar_t, V>(a.cols),
                                stream, kPdl, a);
   });
@@ -922,37 +941,30 @@ bool lean_rows_hold_five_vectors(int cols) {
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
 // (results/kernel_notes.md); in 16-bit types it was slower in ncu.
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
-cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, bool shifted, const LeanOptions& opt,
-                              cudaStream_t stream) {
+cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const LeanOptions& opt, cudaStream_t stream) {
   constexpr int U = kLeanRowU<V>;
   if (!warp_rows) {
     const auto grid = static_cast<unsigned>(a.rows);
     if constexpr (sizeof(scalar_t) == 4) {
       if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
-        return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false, true>(a, grid, stream);
-      if (opt.five_vector_rows && lean_rows_hold_five_vectors<V>(a.cols)) {
-        constexpr int kU = kFiveVectorRowU, kB = kLeanBlock, kM = kFiveVectorRowBlocksPerSm;
-        return shifted ? launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, false, true, false, kB, kM>(a, grid, stream)
-                       : launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, false, false, false, kB, kM>(a, grid, stream);
-      }
+        return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream);
+      if (opt.five_vector_rows && lean_rows_hold_five_vectors<V>(a.cols))
+        return launch_lean_variant<scalar_t, V, kFiveVectorRowU, kLoad, kPdl, false, false, kLeanBlock,
+                                   kFiveVectorRowBlocksPerSm>(a, grid, stream);
     }
-    return shifted ? launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream)
-                   : launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, false>(a, grid, stream);
+    return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false>(a, grid, stream);
   }
   if constexpr (sizeof(scalar_t) == 4) {  // the staged kernel was measured faster in fp32 only
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
-      return shifted ? launch_staged_warp_rows<scalar_t, V, kPdl, true>(a, stream)
-                     : launch_staged_warp_rows<scalar_t, V, kPdl, false>(a, stream);
+      return launch_staged_warp_rows<scalar_t, V, kPdl>(a, stream);
   }
   if (opt.deep_warp_rows && deep_warp_rows_pay<V>(a.rows, a.cols)) {
-    constexpr int kB = kDeepWarpRowBlock, kU = kDeepWarpRowU, kM = kDeepWarpRowBlocksPerSm;
-    const auto grid = static_cast<unsigned>(ceil_div(a.rows, kB / kWarp));
-    return shifted ? launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, true, true, false, kB, kM>(a, grid, stream)
-                   : launch_lean_variant<scalar_t, V, kU, kLoad, kPdl, true, false, false, kB, kM>(a, grid, stream);
+    const auto grid = static_cast<unsigned>(ceil_div(a.rows, kDeepWarpRowBlock / kWarp));
+    return launch_lean_variant<scalar_t, V, kDeepWarpRowU, kLoad, kPdl, true, false, kDeepWarpRowBlock,
+                               kDeepWarpRowBlocksPerSm>(a, grid, stream);
   }
-  const auto grid = static_cast<unsigned>(ceil_div(a.rows, kLeanWarps));
-  return shifted ? launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, true>(a, grid, stream)
-                 : launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true, false>(a, grid, stream);
+  return launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true>(
+      a, static_cast<unsigned>(ceil_div(a.rows, kLeanWarps)), stream);
 }
 
 // The lean kernel's arguments for a call the lean path takes (lean_path_applies).
@@ -975,15 +987,14 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
                         cudaStream_t stream) {
   const LeanArgs<scalar_t> a = lean_args(g);
   const bool warp_rows = !p.split_y;
-  const bool shifted = g.cols % V != 0;
   if constexpr (kProgrammaticBuild == 1) {
-    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, opt, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, opt, stream);
   } else if constexpr (kProgrammaticBuild == 0) {
-    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, opt, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, opt, stream);
   } else {
     return launch_is_programmatic(opt.programmatic_launch, prop)
-               ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, shifted, opt, stream)
-               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, shifted, opt, stream);
+               ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, opt, stream)
+               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, opt, stream);
   }
 }
 

@@ -37,10 +37,6 @@ __global__ void __launch_bounds__(kLeanBlock) unordered_read_kernel(const uint4*
   if (threadIdx.x % 32 == 0) sink[blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32] = acc;
 }
 
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // The lean kernel's order, with the row fetched by the bulk-copy engine: thread 0
 // asks for the row in chunks of 512 vectors (one per thread), each completing on its
 // own mbarrier; thread t then adds vector t of each chunk, as the lean kernel does.
@@ -54,8 +50,8 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const int r = blockIdx.x;
   if (tid == 0) {
-    for (int c = 0; c < kChunks; ++c) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(&arrived[c])));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int c = 0; c < kChunks; ++c) mbarrier_init(&arrived[c], 1);
+    fence_mbarrier_init();
   }
   __syncthreads();
   wait_for_prior_grids();
@@ -63,31 +59,22 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
     const uint64_t policy = evict_first_policy();
     const char* src = reinterpret_cast<const char*>(a.y + int64_t(r) * a.row_stride);
     for (int c = 0; c < kChunks; ++c) {
-      const uint32_t bar = shared_address(&arrived[c]);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(kChunkBytes) : "memory");
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-              shared_address(row_copy + c * kLeanBlock)),
-          "l"(src + c * kChunkBytes), "r"(kChunkBytes), "r"(bar), "l"(policy)
-          : "memory");
+      mbarrier_arrive_expecting(&arrived[c], kChunkBytes);
+      bulk_copy_to_shared(row_copy + c * kLeanBlock, src + c * kChunkBytes, kChunkBytes, &arrived[c], policy);
     }
   }
   allow_dependent_launch();
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    const uint32_t bar = shared_address(&arrived[c]);
-    asm volatile(
-        "{\n .reg .pred done;\n WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n @!done bra WAIT_%=;\n}" ::"r"(bar)
-        : "memory");
+    mbarrier_wait(&arrived[c]);
     const uint4 v = row_copy[c * kLeanBlock + tid];
     acc[0] = acc[0] + __fmul_rn(__uint_as_float(v.x), a.inv);
     acc[1] = acc[1] + __fmul_rn(__uint_as_float(v.y), a.inv);
     acc[2] = acc[2] + __fmul_rn(__uint_as_float(v.z), a.inv);
     acc[3] = acc[3] + __fmul_rn(__uint_as_float(v.w), a.inv);
   }
-  const float leaf = ((acc[0] + acc[1]) + acc[2]) + acc[3];
-  const float w = shuffle_tree(leaf, kWarp);
+  const float w = shuffle_tree(lean_leaf(acc), kWarp);
   if (lane == 0) warp_totals[warp] = w;
   __syncthreads();
   if (warp == 0) {
@@ -103,8 +90,7 @@ template <typename T, int V>
 int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   const LeanArgs<T> a = lean_args(g);
   if (!p.split_y || !lean_rows_are_one_chunk<V>(a.cols)) return -1;
-  return launch_lean_variant<T, V, kLeanRowU<V>, kLeanLoad, true, false, false, true>(a, static_cast<unsigned>(a.rows),
-                                                                                      stream);
+  return launch_lean_variant<T, V, kLeanRowU<V>, kLeanLoad, true, false, true>(a, static_cast<unsigned>(a.rows), stream);
 }
 
 // The warp-per-row lean kernel in kBlock-thread blocks with U vectors in flight per lane
@@ -115,9 +101,7 @@ int launch_warp_rows_wide(const Plan& p, const Args<T>& g, cudaStream_t stream) 
   if (p.split_y) return -1;
   const LeanArgs<T> a = lean_args(g);
   const auto grid = static_cast<unsigned>(ceil_div(g.rows, kBlock / kWarp));
-  return g.cols % V
-             ? launch_lean_variant<T, V, U, kLeanLoad, true, true, true, false, kBlock, kMinBlocks>(a, grid, stream)
-             : launch_lean_variant<T, V, U, kLeanLoad, true, true, false, false, kBlock, kMinBlocks>(a, grid, stream);
+  return launch_lean_variant<T, V, U, kLeanLoad, true, true, false, kBlock, kMinBlocks>(a, grid, stream);
 }
 
 template <typename T>
@@ -166,11 +150,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     if constexpr (sizeof(T) * V == 16) {  // the staged kernel copies 16-byte vectors
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes || (variant == 44 && sizeof(T) != 4)) return -1;
-      if (variant == 44)  // per-lane cp.async copies, as before sm_90
-        return la.cols % V ? launch_staged_warp_rows<T, V, true, true, false>(la, stream)
-                           : launch_staged_warp_rows<T, V, true, false, false>(la, stream);
-      return la.cols % V ? launch_staged_warp_rows<T, V, true, true>(la, stream)
-                         : launch_staged_warp_rows<T, V, true, false>(la, stream);
+      return variant == 44 ? launch_staged_warp_rows<T, V, true, false>(la, stream)  // per-lane copies, as before sm_90
+                           : launch_staged_warp_rows<T, V, true>(la, stream);
     }
     return -1;
   }
