@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness.problem import BATCH_BEGAN_ENV
 from harness.timing import format_ms
 
 SCHEMA = "kernelbench-batch/1"
@@ -88,6 +89,35 @@ def _command(tool: str, pair: Pair, out: Path, trials: int, extra: list[str], pl
             *(["--plot", str(plot)] if plot else []), *extra]
 
 
+# A pair's timeout counts from when its process begins the pair (harness.problem's
+# BATCH_BEGAN_ENV), not from its start: a loaded machine may take long to start Python and
+# torch, and that must not turn a candidate's verdict into a timeout.
+STARTUP_LIMIT_S = 600.0
+
+
+def _wait_for(proc: subprocess.Popen, began: Path, timeout_s: float) -> tuple[str | None, str, str]:
+    """`proc`'s stdout and stderr, killing it `timeout_s` after its pair began (or when it has
+    not begun within STARTUP_LIMIT_S), with why it was killed (else None) first."""
+    start = time.perf_counter()
+    begun_at = None
+    while True:
+        try:
+            return (None, *proc.communicate(timeout=0.2))
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.perf_counter()
+        if begun_at is None and began.exists():
+            begun_at = now
+        if begun_at is None and now - start > STARTUP_LIMIT_S:
+            why = f"the process had not begun the pair after {STARTUP_LIMIT_S:g} s"
+        elif begun_at is not None and now - begun_at > timeout_s:
+            why = f"no result within {timeout_s:g} s"
+        else:
+            continue
+        proc.kill()
+        return (why, *proc.communicate())
+
+
 def report_stem(pair: Pair) -> str:
     """The file name (without suffix) of a pair's kept report."""
     return f"{pair.problem}__{Path(pair.candidate).stem}"
@@ -141,16 +171,17 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
         started = time.perf_counter()
         record = {**asdict(pair), "slot": slot, "verdict": None, "reason": None, "message": None, "returncode": None}
         del record["folder"]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
-                                  cwd=CHECK_PY.parent)
-        except subprocess.TimeoutExpired:
-            record.update(verdict="TIMEOUT", reason="timeout",
-                          message=f"no result within {timeout_s:g} s; the process was killed")
+        began = Path(tmp) / "began"
+        env[BATCH_BEGAN_ENV] = str(began)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                cwd=CHECK_PY.parent)
+        late, stdout, stderr = _wait_for(proc, began, timeout_s)
+        if late:
+            record.update(verdict="TIMEOUT", reason="timeout", message=f"{late}; the process was killed")
         else:
             record["returncode"] = proc.returncode
             if keep:
-                (keep / f"{report_stem(pair)}.txt").write_text(proc.stdout + proc.stderr)
+                (keep / f"{report_stem(pair)}.txt").write_text(stdout + stderr)
             result = json.loads(out.read_text()) if out.is_file() else None
             if result is not None and tool == "check":
                 record.update(verdict=result.get("verdict"), reason=result.get("reason"),
@@ -159,7 +190,7 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
                 record.update(_bench_summary(result))
             else:
                 how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+                tail = (stderr or stdout).strip().splitlines()[-1:] or [""]
                 record.update(verdict="CRASH", reason="crash", message=f"the process died ({how}): {tail[0][:300]}")
         record["seconds"] = time.perf_counter() - started
         return record
@@ -235,7 +266,8 @@ def add_arguments(parser, tool: str, default_timeout: float) -> None:
     group.add_argument("--workers", type=int, help="concurrent processes (default: one per visible GPU, or half "
                                                    "the CPU cores)")
     group.add_argument("--timeout", type=float, default=default_timeout,
-                       help="seconds a pair may take (default %(default)s)")
+                       help="seconds a pair may take once its process has started Python and torch "
+                            "(default %(default)s)")
     group.add_argument("--shard", metavar="K/N", help="only pairs K-1, K-1+N, ... of the sorted list")
     group.add_argument("--merge", nargs="+", metavar="JSON", help="join shards' --json files into one table")
     what = "JSON, printed output and plot" if tool == "time" else "JSON and printed output"

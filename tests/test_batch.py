@@ -3,6 +3,9 @@ crashing and a hanging candidate fail alone; shards merge into the table of one 
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from tests.cases import PROBLEMS, WRONG_BECAUSE
 # candidate file -> (verdict, reason); every other candidate passes
 EXPECTED = {f"{name}_wrong.py": ("FAIL", reason) for name, reason in WRONG_BECAUSE.items()}
 EXPECTED.update({"elementwise_crash.py": ("CRASH", "crash"), "elementwise_hang.py": ("TIMEOUT", "timeout")})
-ARGS = ["--device", "cpu", "--workers", "2", "--timeout", "15", "--trials", "2", "--quiet"]
+ARGS = ["--device", "cpu", "--workers", "2", "--timeout", "30", "--trials", "2", "--quiet"]
 
 
 def _verdicts(result):
@@ -118,3 +121,25 @@ def test_more_workers_than_gpus_share_them_round_robin(monkeypatch):
     gpus = batch.visible_gpus()
     assert gpus == ["2", "5"]
     assert [batch.gpu_of_slot(s, gpus) for s in range(5)] == ["2", "5", "2", "5", "2"]
+
+
+def _child(code: str) -> list[str]:
+    return [sys.executable, "-c", "import os, sys, time\nbegan = os.environ['KB_TEST_BEGAN']\n" + code]
+
+
+def test_start_up_does_not_count_against_the_timeout(tmp_path):
+    began = tmp_path / "began"
+    proc = subprocess.Popen(_child("time.sleep(2)\nopen(began, 'a').close()\nprint('done')"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "KB_TEST_BEGAN": str(began)})
+    late, stdout, _ = batch._wait_for(proc, began, timeout_s=1.0)
+    assert late is None and stdout.strip() == "done"
+
+
+def test_a_pair_that_began_is_killed_at_its_timeout(tmp_path):
+    began = tmp_path / "began"
+    proc = subprocess.Popen(_child("open(began, 'a').close()\nwhile True: time.sleep(1)"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "KB_TEST_BEGAN": str(began)})
+    late, _, _ = batch._wait_for(proc, began, timeout_s=0.5)
+    assert late == "no result within 0.5 s" and proc.returncode is not None
