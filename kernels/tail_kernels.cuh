@@ -814,6 +814,7 @@ struct LeanOptions {
   bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
   bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
+  bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -903,7 +904,7 @@ cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, cudaStream_t st
 // per lane can cover the memory latency: up to 4096 rows of at least 4 vectors per lane,
 // each lane keeps 16 in flight (128 registers, 128-thread blocks). Measured 1.3-3x faster
 // at 128-4096 rows; with more rows the 2-vector kernel at full occupancy was as fast or
-// faster (results/kernel_notes.md).
+// faster (results/kernel_notes.md), and in fp32 the wide kernel below faster still.
 constexpr int kDeepWarpRowU = 16;
 constexpr int kDeepWarpRowBlock = 128;
 constexpr int kDeepWarpRowBlocksPerSm = 4;
@@ -938,6 +939,21 @@ bool lean_rows_hold_five_vectors(int cols) {
   return ceil_div(cols / V, kLeanBlock) == kFiveVectorRowU;
 }
 
+// Warp-per-row plans with more rows than the deep kernel takes, of at least 4 vectors per
+// lane: 2 vectors in flight per lane leave each lane waiting on memory two or more times in
+// turn. In fp32, 8 per lane (64 registers, no spills; 256-thread blocks, 4 per SM) were
+// faster back to back at 8192 x 600..8000 and 16384 x 1024 (8192 x 1024: 9.02 -> 8.74 us,
+// 6000 x 8000: 54.5 -> 43.4), and in single calls at 8192 x 600..2048 and 16384 x 1024
+// (results/kernel_notes.md); 16-bit types spill at 64 registers and were slower.
+constexpr int kWideWarpRowU = 8;
+constexpr int kWideWarpRowBlock = 256;
+constexpr int kWideWarpRowBlocksPerSm = 4;
+
+template <int V>
+bool wide_warp_rows_pay(int cols) {
+  return cols >= 4 * kWarp * V;
+}
+
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
 // (results/kernel_notes.md); in 16-bit types it was slower in ncu.
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
@@ -962,6 +978,13 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
     const auto grid = static_cast<unsigned>(ceil_div(a.rows, kDeepWarpRowBlock / kWarp));
     return launch_lean_variant<scalar_t, V, kDeepWarpRowU, kLoad, kPdl, true, false, kDeepWarpRowBlock,
                                kDeepWarpRowBlocksPerSm>(a, grid, stream);
+  }
+  if constexpr (sizeof(scalar_t) == 4) {
+    if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.cols)) {
+      const auto grid = static_cast<unsigned>(ceil_div(a.rows, kWideWarpRowBlock / kWarp));
+      return launch_lean_variant<scalar_t, V, kWideWarpRowU, kLoad, kPdl, true, false, kWideWarpRowBlock,
+                                 kWideWarpRowBlocksPerSm>(a, grid, stream);
+    }
   }
   return launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true>(
       a, static_cast<unsigned>(ceil_div(a.rows, kLeanWarps)), stream);

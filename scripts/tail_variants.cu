@@ -160,10 +160,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.exact_rows = variant != 26;
   opt.deep_warp_rows = variant != 37;
   opt.staged_warp_rows = variant != 37;
+  opt.wide_warp_rows = variant != 37 && variant != 45;
   opt.five_vector_rows = variant != 39;
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: case 26: case 37: case 39: return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
+    case 2: case 3: case 21: case 26: case 37: case 39: case 45:
+      return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
     case 24: return launch_lean<T, V, LeanLoad::kCacheStreaming>(p, a, prop, opt, stream);
@@ -195,9 +197,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // staged: each lane copies its whole share of the row into shared memory first
 // (staged_warp_rows_kernel: one bulk copy of the row on sm_90; fp32); 39 the library without
 // its five-vector block rows (before session 7); 44 the staged kernel with per-lane cp.async
-// copies (the library's before session 7, and its path before sm_90; fp32). Variants tried and
+// copies (the library's before session 7, and its path before sm_90; fp32); 45 the library
+// without its wide warp rows (two vectors per lane on fp32 warp-per-row plans of more than 4096
+// rows; before session 8). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
-// flight, warp rows with 2-8 vectors in 64-512-thread blocks; block rows with 4-8 vectors
+// flight, warp rows with 2-8 vectors in 64-512-thread blocks (again in session 8: 4 or 8 in
+// 512-thread blocks, where the library's 8 in 256-thread blocks won); block rows with 4-8 vectors
 // per thread in 2-3 blocks per SM, staged rows copied by 128-512 threads or in 4-8
 // pipelined groups or bulk chunks) are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
