@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import json
 import statistics
 import subprocess
@@ -145,6 +146,9 @@ def main() -> int:
                         help="instead: single-call times of the variants and Inductor taken in turn, ROUNDS rounds, "
                              "after a read flush and under KernelBench's timing, with each one's median difference "
                              "from the first variant")
+    parser.add_argument("--flush", choices=("read", "write", "copy"), default="read",
+                        help="what precedes each interleaved read-flush call: the library's read (torch.max over "
+                             "256 MB, default), KernelBench's write (fill_), or a 128 MB device-to-device memcpy")
     parser.add_argument("--no-inductor", action="store_true",
                         help="leave Inductor out (its host time per call can exceed a read flush's GPU time, "
                              "which leaves the GPU idle between the interleaved calls)")
@@ -157,6 +161,11 @@ def main() -> int:
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
     partials = torch.empty(1 << 22, device=dev)
     backend = timing.make_backend(dev)
+    if args.flush == "write":
+        backend = dataclasses.replace(backend, robust_flush=backend.flush)
+    elif args.flush == "copy":
+        halves = torch.empty(2, timing.CUDA_FLUSH_BYTES // 8, dtype=torch.int32, device=dev)
+        backend = dataclasses.replace(backend, robust_flush=lambda: halves[1].copy_(halves[0]))
     l2 = timing.l2_cache_bytes(dev)
     torch._dynamo.config.cache_size_limit = 64
     inductor = torch.compile(eager_tail, dynamic=False)
@@ -211,12 +220,14 @@ def main() -> int:
                 for name, t in times.items():
                     med = timing.stats_median(t)
                     diff = diffs.get(f"{name} - {base}")
+                    flush = args.flush if method == "read_flush" else "write"
                     rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
-                                     "method": f"{method}_interleaved", "us": med["median_ms"] * 1e3,
-                                     "iqr_us": med["iqr_ms"] * 1e3,
+                                     "method": f"{method}_interleaved", "flush": flush,
+                                     "us": med["median_ms"] * 1e3, "iqr_us": med["iqr_ms"] * 1e3,
                                      "minus_first_us": diff["median_ms"] * 1e3 if diff else 0.0,
                                      "minus_first_iqr_us": diff["iqr_ms"] * 1e3 if diff else 0.0})
                     print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} {method:11s} interleaved "
+                          f"(flush: {flush}) "
                           f"{med['median_ms'] * 1e3:7.2f} us (IQR {med['iqr_ms'] * 1e3:.2f}); minus {base}: "
                           f"{rows_out[-1]['minus_first_us']:+.2f} (IQR {rows_out[-1]['minus_first_iqr_us']:.2f})",
                           flush=True)
