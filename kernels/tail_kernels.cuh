@@ -909,9 +909,18 @@ constexpr int kDeepWarpRowU = 16;
 constexpr int kDeepWarpRowBlock = 128;
 constexpr int kDeepWarpRowBlocksPerSm = 4;
 
+// Whether each lane of a warp-per-row plan adds at least 4 vectors: below that the deep and
+// wide kernels keep no more in flight than the 2-vector kernel.
+template <int V>
+bool warp_rows_hold_four_vectors(int cols) {
+  return cols >= 4 * kWarp * V;
+}
+
+constexpr int kDeepWarpRowMaxRows = 4096;
+
 template <int V>
 bool deep_warp_rows_pay(int rows, int cols) {
-  return rows <= 4096 && cols >= 4 * kWarp * V;
+  return rows <= kDeepWarpRowMaxRows && warp_rows_hold_four_vectors<V>(cols);
 }
 
 // Up to 1024 rows of more vectors per lane than the deep kernel keeps in flight (fp32:
@@ -950,8 +959,8 @@ constexpr int kWideWarpRowBlock = 256;
 constexpr int kWideWarpRowBlocksPerSm = 4;
 
 template <int V>
-bool wide_warp_rows_pay(int cols) {
-  return cols >= 4 * kWarp * V;
+bool wide_warp_rows_pay(int rows, int cols) {
+  return rows > kDeepWarpRowMaxRows && warp_rows_hold_four_vectors<V>(cols);
 }
 
 // fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
@@ -980,7 +989,7 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
                                kDeepWarpRowBlocksPerSm>(a, grid, stream);
   }
   if constexpr (sizeof(scalar_t) == 4) {
-    if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.cols)) {
+    if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols)) {
       const auto grid = static_cast<unsigned>(ceil_div(a.rows, kWideWarpRowBlock / kWarp));
       return launch_lean_variant<scalar_t, V, kWideWarpRowU, kLoad, kPdl, true, false, kWideWarpRowBlock,
                                  kWideWarpRowBlocksPerSm>(a, grid, stream);
