@@ -1,9 +1,9 @@
 """check.py's batch mode: every pair of tests/problems/, each in its own process; a
-crashing and a hanging candidate fail alone; shards merge into the table of one run."""
+crashing and a hanging candidate fail alone; shards merge into the table of one run; a pair's
+timeout counts from when its process begins the pair, not from its start."""
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,23 +123,20 @@ def test_more_workers_than_gpus_share_them_round_robin(monkeypatch):
     assert [batch.gpu_of_slot(s, gpus) for s in range(5)] == ["2", "5", "2", "5", "2"]
 
 
-def _child(code: str) -> list[str]:
-    return [sys.executable, "-c", "import os, sys, time\nbegan = os.environ['KB_TEST_BEGAN']\n" + code]
+def _wait_for_child(tmp_path, code: str, timeout_s: float):
+    """batch._wait_for on a Python child running `code`, which may touch the file `began`."""
+    began = tmp_path / "began"
+    proc = subprocess.Popen([sys.executable, "-c", f"import time\nbegan = {str(began)!r}\n{code}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    late, stdout, _ = batch._wait_for(proc, began, timeout_s=timeout_s)
+    return late, stdout, proc
 
 
 def test_start_up_does_not_count_against_the_timeout(tmp_path):
-    began = tmp_path / "began"
-    proc = subprocess.Popen(_child("time.sleep(2)\nopen(began, 'a').close()\nprint('done')"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "KB_TEST_BEGAN": str(began)})
-    late, stdout, _ = batch._wait_for(proc, began, timeout_s=1.0)
+    late, stdout, _ = _wait_for_child(tmp_path, "time.sleep(2)\nopen(began, 'a').close()\nprint('done')", 1.0)
     assert late is None and stdout.strip() == "done"
 
 
 def test_a_pair_that_began_is_killed_at_its_timeout(tmp_path):
-    began = tmp_path / "began"
-    proc = subprocess.Popen(_child("open(began, 'a').close()\nwhile True: time.sleep(1)"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "KB_TEST_BEGAN": str(began)})
-    late, _, _ = batch._wait_for(proc, began, timeout_s=0.5)
+    late, _, proc = _wait_for_child(tmp_path, "open(began, 'a').close()\nwhile True: time.sleep(1)", 0.5)
     assert late == "no result within 0.5 s" and proc.returncode is not None
