@@ -104,6 +104,16 @@ int launch_warp_rows_wide(const Plan& p, const Args<T>& g, cudaStream_t stream) 
   return launch_lean_variant<T, V, U, kLeanLoad, true, true, false, kBlock, kMinBlocks>(a, grid, stream);
 }
 
+// The block-per-row lean kernel with U vectors in flight per thread (the library keeps
+// kLeanRowU, 4 in fp32): for timing calls queued after a write flush, where the library's
+// kernel pays about 1 us more than after a synchronised one (results/kernel_notes.md, session 8).
+template <typename T, int V, int U>
+int launch_block_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+  if (!p.split_y) return -1;
+  const LeanArgs<T> a = lean_args(g);
+  return launch_lean_variant<T, V, U, kLeanLoad, true, false>(a, static_cast<unsigned>(a.rows), stream);
+}
+
 template <typename T>
 int run(int variant, const void* y, long long rows, long long cols, long long row_stride, void* out,
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
@@ -145,6 +155,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     return -1;
   }
   if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 4>(p, a, stream);
+  if (variant == 46) return launch_block_rows<T, V, 1>(p, a, stream);
+  if (variant == 47) return launch_block_rows<T, V, 2>(p, a, stream);
   if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
   if (variant == 38 || variant == 44) {
     if constexpr (sizeof(T) * V == 16) {  // the staged kernel copies 16-byte vectors
@@ -199,7 +211,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // its five-vector block rows (before session 7); 44 the staged kernel with per-lane cp.async
 // copies (the library's before session 7, and its path before sm_90; fp32); 45 the library
 // without its wide warp rows (two vectors per lane on fp32 warp-per-row plans of more than 4096
-// rows; before session 8). Variants tried and
+// rows; before session 8); 46 and 47 the block-per-row lean kernel with 1 or 2 vectors in
+// flight per thread (made for calls queued after a write flush; not yet run). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
 // flight, warp rows with 2-8 vectors in 64-512-thread blocks (again in session 8: 4 or 8 in
 // 512-thread blocks, where the library's 8 in 256-thread blocks won); block rows with 4-8 vectors
