@@ -858,9 +858,11 @@ cudaError_t with_lean_flags(const LeanArgs<scalar_t>& a, Launch&& launch) {
   });
 }
 
+// One block per row, or (kWarpRows) one warp per row in kBlock-thread blocks.
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kExactRows = false,
           int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm>
-cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, unsigned grid, cudaStream_t stream) {
+cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
+  const auto grid = static_cast<unsigned>(kWarpRows ? ceil_div(a.rows, kBlock / kWarp) : a.rows);
   return with_lean_flags<scalar_t, V, kExactRows>(a, [&](auto packed, auto shifted) {
     return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, decltype(shifted)::value,
                                                 decltype(packed)::value, kExactRows, kBlock, kMinBlocks>,
@@ -969,34 +971,26 @@ template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
 cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const LeanOptions& opt, cudaStream_t stream) {
   constexpr int U = kLeanRowU<V>;
   if (!warp_rows) {
-    const auto grid = static_cast<unsigned>(a.rows);
     if constexpr (sizeof(scalar_t) == 4) {
       if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
-        return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, grid, stream);
+        return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, stream);
       if (opt.five_vector_rows && lean_rows_hold_five_vectors<V>(a.cols))
         return launch_lean_variant<scalar_t, V, kFiveVectorRowU, kLoad, kPdl, false, false, kLeanBlock,
-                                   kFiveVectorRowBlocksPerSm>(a, grid, stream);
+                                   kFiveVectorRowBlocksPerSm>(a, stream);
     }
-    return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false>(a, grid, stream);
+    return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false>(a, stream);
   }
-  if constexpr (sizeof(scalar_t) == 4) {  // the staged kernel was measured faster in fp32 only
+  if constexpr (sizeof(scalar_t) == 4) {  // the staged and wide kernels were measured faster in fp32 only
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
       return launch_staged_warp_rows<scalar_t, V, kPdl>(a, stream);
-  }
-  if (opt.deep_warp_rows && deep_warp_rows_pay<V>(a.rows, a.cols)) {
-    const auto grid = static_cast<unsigned>(ceil_div(a.rows, kDeepWarpRowBlock / kWarp));
-    return launch_lean_variant<scalar_t, V, kDeepWarpRowU, kLoad, kPdl, true, false, kDeepWarpRowBlock,
-                               kDeepWarpRowBlocksPerSm>(a, grid, stream);
-  }
-  if constexpr (sizeof(scalar_t) == 4) {
-    if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols)) {
-      const auto grid = static_cast<unsigned>(ceil_div(a.rows, kWideWarpRowBlock / kWarp));
+    if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols))
       return launch_lean_variant<scalar_t, V, kWideWarpRowU, kLoad, kPdl, true, false, kWideWarpRowBlock,
-                                 kWideWarpRowBlocksPerSm>(a, grid, stream);
-    }
+                                 kWideWarpRowBlocksPerSm>(a, stream);
   }
-  return launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true>(
-      a, static_cast<unsigned>(ceil_div(a.rows, kLeanWarps)), stream);
+  if (opt.deep_warp_rows && deep_warp_rows_pay<V>(a.rows, a.cols))
+    return launch_lean_variant<scalar_t, V, kDeepWarpRowU, kLoad, kPdl, true, false, kDeepWarpRowBlock,
+                               kDeepWarpRowBlocksPerSm>(a, stream);
+  return launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true>(a, stream);
 }
 
 // The lean kernel's arguments for a call the lean path takes (lean_path_applies).

@@ -83,35 +83,17 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
   }
 }
 
-// The lean kernel compiled for rows of exactly U vectors per thread (kExactRows: no
-// bounds checks, no loop), programmatic launch, the library's loads and packed multiply:
-// what the library launches for fp32 rows of 8192, here for every type.
-template <typename T, int V>
-int launch_exact_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+// The lean kernel with U vectors in flight per logical thread, a block per row or (kWarpRows)
+// a warp per row in kBlock-thread blocks (registers for kMinBlocks blocks per SM), the library's
+// loads, programmatic launch; -1 where the plan maps rows the other way. The same additions
+// in the same order as the library's choice. kExactRows: rows of exactly U vectors per thread
+// (no bounds checks, no loop; what the library launches for fp32 rows of 8192).
+template <typename T, int V, int U, bool kWarpRows, bool kExactRows = false, int kBlock = kLeanBlock,
+          int kMinBlocks = kLeanBlocksPerSm>
+int launch_lean_mapping(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+  if (p.split_y == kWarpRows) return -1;
   const LeanArgs<T> a = lean_args(g);
-  if (!p.split_y || !lean_rows_are_one_chunk<V>(a.cols)) return -1;
-  return launch_lean_variant<T, V, kLeanRowU<V>, kLeanLoad, true, false, true>(a, static_cast<unsigned>(a.rows), stream);
-}
-
-// The warp-per-row lean kernel in kBlock-thread blocks with U vectors in flight per lane
-// (registers for kMinBlocks blocks per SM): the same additions, more SMs and more loads
-// in flight when rows are few.
-template <typename T, int V, int U, int kBlock, int kMinBlocks>
-int launch_warp_rows_wide(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  if (p.split_y) return -1;
-  const LeanArgs<T> a = lean_args(g);
-  const auto grid = static_cast<unsigned>(ceil_div(g.rows, kBlock / kWarp));
-  return launch_lean_variant<T, V, U, kLeanLoad, true, true, false, kBlock, kMinBlocks>(a, grid, stream);
-}
-
-// The block-per-row lean kernel with U vectors in flight per thread (the library keeps
-// kLeanRowU, 4 in fp32): for timing calls queued after a write flush, where the library's
-// kernel pays about 1 us more than after a synchronised one (results/kernel_notes.md, session 8).
-template <typename T, int V, int U>
-int launch_block_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  if (!p.split_y) return -1;
-  const LeanArgs<T> a = lean_args(g);
-  return launch_lean_variant<T, V, U, kLeanLoad, true, false>(a, static_cast<unsigned>(a.rows), stream);
+  return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks>(a, stream);
 }
 
 template <typename T>
@@ -149,15 +131,20 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     return -1;
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
-  if (variant == 25) return launch_exact_rows<T, V>(p, a, stream);
+  if (variant == 25) {
+    if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
+    return launch_lean_mapping<T, V, kLeanRowU<V>, false, true>(p, a, stream);
+  }
   if (variant == 27) {  // fp32 only: 16-bit types spill at 32 registers
-    if constexpr (sizeof(T) == 4) return launch_warp_rows_wide<T, V, 3, kLeanBlock, kLeanBlocksPerSm>(p, a, stream);
+    if constexpr (sizeof(T) == 4) return launch_lean_mapping<T, V, 3, true>(p, a, stream);
     return -1;
   }
-  if (variant == 33) return launch_warp_rows_wide<T, V, 8, 128, 4>(p, a, stream);
-  if (variant == 46) return launch_block_rows<T, V, 1>(p, a, stream);
-  if (variant == 47) return launch_block_rows<T, V, 2>(p, a, stream);
-  if (variant == 35) return launch_warp_rows_wide<T, V, 16, 128, 4>(p, a, stream);
+  if (variant == 33) return launch_lean_mapping<T, V, 8, true, false, 128, 4>(p, a, stream);
+  if (variant == 35) return launch_lean_mapping<T, V, 16, true, false, 128, 4>(p, a, stream);
+  // 1 or 2 vectors in flight per thread, for calls queued after a write flush, where the
+  // library's kernel paid about 1 us more than after a synchronised one (kernel_notes.md).
+  if (variant == 46) return launch_lean_mapping<T, V, 1, false>(p, a, stream);
+  if (variant == 47) return launch_lean_mapping<T, V, 2, false>(p, a, stream);
   if (variant == 38 || variant == 44) {
     if constexpr (sizeof(T) * V == 16) {  // the staged kernel copies 16-byte vectors
       const LeanArgs<T> la = lean_args(a);

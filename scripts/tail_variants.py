@@ -148,7 +148,7 @@ def main() -> int:
                              "after a read flush and under KernelBench's timing, with each one's median difference "
                              "from the first variant")
     parser.add_argument("--flush", choices=("read", "write", "copy"), default="read",
-                        help="what precedes each interleaved read-flush call: the library's read (torch.max over "
+                        help="what precedes each interleaved queued call: the library's read (torch.max over "
                              "256 MB, default), KernelBench's write (fill_), or a 128 MB device-to-device memcpy")
     parser.add_argument("--no-inductor", action="store_true",
                         help="leave Inductor out (its host time per call can exceed a read flush's GPU time, "
@@ -209,26 +209,24 @@ def main() -> int:
             continue
         if args.interleaved:
             # eager and torch.sum stay in the rounds: their GPU time keeps the queue ahead of
-            # Inductor's host time, as in vs_inductor.py.
-            tails = fns
-            base = next(name for name in tails if name not in ("eager", "torch.sum", "inductor"))
+            # Inductor's host time, as in vs_inductor.py. Queued calls are named by their flush.
+            base = next(name for name in fns if name not in ("eager", "torch.sum", "inductor"))
             by_method = {
-                "read_flush": timing.interleaved_robust_time(tails, (y,), rounds=args.interleaved, backend=backend),
-                "kernelbench": timing.paired_time({n: (lambda fn=fn: fn(y)) for n, fn in tails.items()},
+                f"{args.flush}_flush": timing.interleaved_robust_time(fns, (y,), rounds=args.interleaved,
+                                                                      backend=backend),
+                "kernelbench": timing.paired_time({n: (lambda fn=fn: fn(y)) for n, fn in fns.items()},
                                                   rounds=max(1, args.interleaved // 4), backend=backend)}
             for method, times in by_method.items():
                 diffs = timing.paired_differences(times, base)
                 for name, t in times.items():
                     med = timing.stats_median(t)
                     diff = diffs.get(f"{name} - {base}")
-                    flush = args.flush if method == "read_flush" else "write"
                     rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
-                                     "method": f"{method}_interleaved", "flush": flush,
-                                     "us": med["median_ms"] * 1e3, "iqr_us": med["iqr_ms"] * 1e3,
+                                     "method": f"{method}_interleaved", "us": med["median_ms"] * 1e3,
+                                     "iqr_us": med["iqr_ms"] * 1e3,
                                      "minus_first_us": diff["median_ms"] * 1e3 if diff else 0.0,
                                      "minus_first_iqr_us": diff["iqr_ms"] * 1e3 if diff else 0.0})
                     print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} {method:11s} interleaved "
-                          f"(flush: {flush}) "
                           f"{med['median_ms'] * 1e3:7.2f} us (IQR {med['iqr_ms'] * 1e3:.2f}); minus {base}: "
                           f"{rows_out[-1]['minus_first_us']:+.2f} (IQR {rows_out[-1]['minus_first_iqr_us']:.2f})",
                           flush=True)
