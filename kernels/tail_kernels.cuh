@@ -965,15 +965,15 @@ bool wide_warp_rows_pay(int rows, int cols) {
   return rows > kDeepWarpRowMaxRows && warp_rows_hold_four_vectors<V>(cols);
 }
 
-// fp32 rows of one chunk (8192 columns) take the loop-free kernel: measured faster there
-// (results/kernel_notes.md); in 16-bit types it was slower in ncu.
+// Rows of one chunk (8192 columns) take the loop-free kernel: measured faster there in every
+// type (results/kernel_notes.md, sessions 5 and 9).
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
 cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const LeanOptions& opt, cudaStream_t stream) {
   constexpr int U = kLeanRowU<V>;
   if (!warp_rows) {
+    if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
+      return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, stream);
     if constexpr (sizeof(scalar_t) == 4) {
-      if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
-        return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, stream);
       if (opt.five_vector_rows && lean_rows_hold_five_vectors<V>(a.cols))
         return launch_lean_variant<scalar_t, V, kFiveVectorRowU, kLoad, kPdl, false, false, kLeanBlock,
                                    kFiveVectorRowBlocksPerSm>(a, stream);

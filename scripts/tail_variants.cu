@@ -96,6 +96,22 @@ int launch_lean_mapping(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks>(a, stream);
 }
 
+// The loop-free block-row kernel (fp32 and 16-bit rows of exactly one chunk) with its
+// griddepcontrol instructions (kKernelWaits) and the programmatic launch attribute
+// (kLaunchAttr) chosen apart, to find which of the two a single call pays for. Without the
+// wait, a programmatic launch may read y before the kernel before it has finished: only
+// for timing after kernels that do not write y.
+template <typename T, int V, bool kKernelWaits, bool kLaunchAttr>
+int launch_programmatic_probe(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+  const LeanArgs<T> a = lean_args(g);
+  if (!p.split_y || !lean_rows_are_one_chunk<V>(a.cols)) return -1;
+  return with_lean_flags<T, V, true>(a, [&](auto packed, auto shifted) {
+    return launch_programmatic(lean_rows_kernel<T, V, kLeanRowU<V>, kLeanLoad, kKernelWaits, false,
+                                                decltype(shifted)::value, decltype(packed)::value, true>,
+                               dim3(static_cast<unsigned>(a.rows)), dim3(kLeanBlock), 0, stream, kLaunchAttr, a);
+  });
+}
+
 template <typename T>
 int run(int variant, const void* y, long long rows, long long cols, long long row_stride, void* out,
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
@@ -145,6 +161,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   // library's kernel paid about 1 us more than after a synchronised one (kernel_notes.md).
   if (variant == 46) return launch_lean_mapping<T, V, 1, false>(p, a, stream);
   if (variant == 47) return launch_lean_mapping<T, V, 2, false>(p, a, stream);
+  if (variant == 48) return launch_programmatic_probe<T, V, false, true>(p, a, stream);
+  if (variant == 49) return launch_programmatic_probe<T, V, true, false>(p, a, stream);
   if (variant == 38 || variant == 44) {
     if constexpr (sizeof(T) * V == 16) {  // the staged kernel copies 16-byte vectors
       const LeanArgs<T> la = lean_args(a);
@@ -199,7 +217,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // copies (the library's before session 7, and its path before sm_90; fp32); 45 the library
 // without its wide warp rows (two vectors per lane on fp32 warp-per-row plans of more than 4096
 // rows; before session 8); 46 and 47 the block-per-row lean kernel with 1 or 2 vectors in
-// flight per thread (made for calls queued after a write flush; not yet run). Variants tried and
+// flight per thread (made for calls queued after a write flush; run31); 48 and 49 the
+// library's loop-free block-row kernel with the programmatic launch attribute but no
+// griddepcontrol instructions, and the instructions without the attribute. Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
 // flight, warp rows with 2-8 vectors in 64-512-thread blocks (again in session 8: 4 or 8 in
 // 512-thread blocks, where the library's 8 in 256-thread blocks won); block rows with 4-8 vectors

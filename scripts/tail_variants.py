@@ -37,7 +37,8 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             27: "lean_warp_rows_u3", 28: "lean_l2_128B", 29: "lean_l2_256B",
             30: "general_pdl", 33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows",
             38: "staged_warp_rows", 39: "lean_four_vector_rows", 44: "staged_cp_async", 45: "lean_two_vector_warp_rows",
-            46: "block_rows_u1", 47: "block_rows_u2"}
+            46: "block_rows_u1", 47: "block_rows_u2",
+            48: "attr_without_wait", 49: "wait_without_attr"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -135,6 +136,17 @@ def time_methods(fn, y, copies, backend, budget_s: float = 0.2) -> dict:
             "do_bench": db * 1e3, "read_flush": rf["median_ms"] * 1e3, "rotating": gr["median_ms"] * 1e3}
 
 
+def do_bench_in_turn(fns: dict, y: torch.Tensor, rounds: int) -> dict:
+    """triton's do_bench of each function, `rounds` rounds in turn (order rotated): one
+    do_bench after another confounds a gap of a few percent with drift."""
+    times = {name: [] for name in fns}
+    for r in range(rounds):
+        for name in timing.rotated(list(fns), r):
+            fn = fns[name]
+            times[name].append(triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median"))
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="/tmp/tail_variants")
@@ -147,9 +159,14 @@ def main() -> int:
                         help="instead: single-call times of the variants and Inductor taken in turn, ROUNDS rounds, "
                              "after a read flush and under KernelBench's timing, with each one's median difference "
                              "from the first variant")
-    parser.add_argument("--flush", choices=("read", "write", "copy"), default="read",
+    parser.add_argument("--flush", choices=("read", "write", "copy"),
                         help="what precedes each interleaved queued call: the library's read (torch.max over "
-                             "256 MB, default), KernelBench's write (fill_), or a 128 MB device-to-device memcpy")
+                             "256 MB, the default), KernelBench's write (fill_), or a 128 MB device-to-device "
+                             "memcpy; with --ncu, run before each profiled call (run ncu with --cache-control none "
+                             "to see the kernel in the cache state the flush leaves)")
+    parser.add_argument("--do-bench-rounds", type=int, default=0, metavar="ROUNDS",
+                        help="with --interleaved, also triton's do_bench (median of its own ~100 ms of calls) "
+                             "of every function, ROUNDS rounds in turn, the order rotated each round")
     parser.add_argument("--no-inductor", action="store_true",
                         help="leave Inductor out (its host time per call can exceed a read flush's GPU time, "
                              "which leaves the GPU idle between the interleaved calls)")
@@ -202,6 +219,8 @@ def main() -> int:
             torch.cuda.profiler.start()
             for name, fn in fns.items():
                 for _ in range(3):
+                    if args.flush:
+                        backend.robust_flush()
                     fn(y)
             torch.cuda.synchronize()
             torch.cuda.profiler.stop()
@@ -212,10 +231,12 @@ def main() -> int:
             # Inductor's host time, as in vs_inductor.py. Queued calls are named by their flush.
             base = next(name for name in fns if name not in ("eager", "torch.sum", "inductor"))
             by_method = {
-                f"{args.flush}_flush": timing.interleaved_robust_time(fns, (y,), rounds=args.interleaved,
+                f"{args.flush or 'read'}_flush": timing.interleaved_robust_time(fns, (y,), rounds=args.interleaved,
                                                                       backend=backend),
                 "kernelbench": timing.paired_time({n: (lambda fn=fn: fn(y)) for n, fn in fns.items()},
                                                   rounds=max(1, args.interleaved // 4), backend=backend)}
+            if args.do_bench_rounds:
+                by_method["do_bench"] = do_bench_in_turn(fns, y, args.do_bench_rounds)
             for method, times in by_method.items():
                 diffs = timing.paired_differences(times, base)
                 for name, t in times.items():

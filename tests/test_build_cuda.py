@@ -72,11 +72,12 @@ def test_cuda_launcher_builds_without_torch_headers(tmp_path, arch, programmatic
     assert result.returncode == 0, report[-3000:]
     lean = re.findall(r"Compiling entry function '(_ZN4kb144tail16lean_rows_kernel[^']+)'", report)
     # float, half, bfloat16 x (block or warp per row) x (aligned or shifted rows), one launch
-    # kind; half and bfloat16 again with the packed multiply (power-of-two 1 / divisor); float
-    # rows of exactly one chunk (kExactRows); the deep warp-per-row kernel (few rows) again
-    # for each type, row alignment and multiply; float rows of five vectors per thread, and
-    # float warp rows of eight vectors per lane (many rows), either alignment
-    assert len(set(lean)) == 12 + 8 + 1 + 10 + 2 + 2, lean
+    # kind; half and bfloat16 again with the packed multiply (power-of-two 1 / divisor); rows
+    # of exactly one chunk (kExactRows, aligned): float, and half and bfloat16 with either
+    # multiply; the deep warp-per-row kernel (few rows) again for each type, row alignment and
+    # multiply; float rows of five vectors per thread, and float warp rows of eight vectors per
+    # lane (many rows), either alignment
+    assert len(set(lean)) == 12 + 8 + 1 + 4 + 10 + 2 + 2, lean
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
