@@ -558,6 +558,10 @@ enum class LeanLoad {
   __device__ __forceinline__ void lean_load_vec(std::integral_constant<LeanLoad, LeanLoad::KIND>, uint2& r, \
                                                 const void* p, uint64_t policy) {                    \
     asm("ld.global" QUALIFIERS ".v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy)); \
+  }                                                                                                   \
+  __device__ __forceinline__ void lean_load_vec(std::integral_constant<LeanLoad, LeanLoad::KIND>, float& r, \
+                                                const void* p, uint64_t policy) {                    \
+    asm("ld.global" QUALIFIERS ".f32 %0, [%1], %2;" : "=f"(r) : "l"(p), "l"(policy));               \
   }
 KB14_LEAN_LOAD(kStreamingNc, ".nc.L1::no_allocate.L2::cache_hint")
 KB14_LEAN_LOAD(kEvictFirst, ".L1::evict_first.L2::cache_hint")
@@ -768,6 +772,49 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
+// A warp-per-row plan of fp32 rows that start on a vector boundary, spread over 128
+// threads. Each of the reference's 32 lanes keeps four independent accumulators, one per
+// element of its vectors (lean_add_vector), so a row holds 128 chains of additions, not 32:
+// thread t adds elements t, t + 128, t + 256, ... of the row, which is lane t / 4's
+// accumulator t % 4 in that lane's order, with U loads in flight. The four accumulators of a
+// lane then meet in lean_leaf's order (shuffles within each group of four threads) and the
+// 32 lane leaves go through the reference's shuffle tree in the first warp. Four times the
+// threads and loads in flight per row of the warp-per-row kernels, without staging the row.
+constexpr int kSplitLaneThreads = kWarp * 4;
+
+template <int U, int kMinBlocks, LeanLoad kLoad, bool kPdl>
+__global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<float> a) {
+  __shared__ float lane_leaves[kWarp];
+  const int t = threadIdx.x;
+  const int r = blockIdx.x;
+  const float* row = a.y + r * a.row_stride;
+  const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
+  float buf[U];
+  if constexpr (kPdl) wait_for_prior_grids();
+  lean_load<U, kSplitLaneThreads, kLoad>(buf, row, t, a.cols, policy);
+  if constexpr (kPdl) allow_dependent_launch();
+  float acc = 0.0f;
+#pragma unroll 1
+  for (int k = t;;) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (k + u * kSplitLaneThreads < a.cols) acc = acc + quotient_of_float<float>(buf[u], a.inv);
+    }
+    k += U * kSplitLaneThreads;
+    if (k >= a.cols) break;
+    lean_load<U, kSplitLaneThreads, kLoad>(buf, row, k, a.cols, policy);
+  }
+  const float second = __shfl_down_sync(0xffffffffu, acc, 1);
+  const float third = __shfl_down_sync(0xffffffffu, acc, 2);
+  const float fourth = __shfl_down_sync(0xffffffffu, acc, 3);
+  if (t % 4 == 0) lane_leaves[t / 4] = ((acc + second) + third) + fourth;
+  __syncthreads();
+  if (t < kWarp) {
+    const float total = shuffle_tree(lane_leaves[t], kWarp);
+    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Launchers. They return the launch's error; the caller turns it into an exception.
 // ---------------------------------------------------------------------------
@@ -815,6 +862,7 @@ struct LeanOptions {
   bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
+  bool split_lane_rows = true;      // fp32 warp-per-row plans with few long aligned rows: split_lane_rows_kernel
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -902,6 +950,14 @@ cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, cudaStream_t st
   });
 }
 
+// split_lane_rows_kernel with U loads in flight per thread (kMinBlocks: registers for that
+// many 128-thread blocks per SM).
+template <int U, int kMinBlocks, LeanLoad kLoad, bool kPdl>
+cudaError_t launch_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
+  return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, kLoad, kPdl>, dim3(static_cast<unsigned>(a.rows)),
+                             dim3(kSplitLaneThreads), 0, stream, kPdl, a);
+}
+
 // A warp-per-row plan has one warp per row, so when rows are few only loads in flight
 // per lane can cover the memory latency: up to 4096 rows of at least 4 vectors per lane,
 // each lane keeps 16 in flight (128 registers, 128-thread blocks). Measured 1.3-3x faster
@@ -935,6 +991,20 @@ bool deep_warp_rows_pay(int rows, int cols) {
 template <typename scalar_t, int V>
 bool staged_warp_rows_pay(int rows, int cols) {
   return rows <= 1024 && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
+}
+
+// Of the staged kernel's rows, those that start on a vector boundary take split_lane_rows_kernel,
+// 32 loads in flight per thread (the whole row for up to 4096 columns; 64 registers, 8 blocks
+// per SM). Its loads are .cs (evict-first without a policy register): with the policy, each of
+// the 32 loads kept its own 64-bit address and the kernel spilled. Measured back to back, us,
+// staged / split lanes (results/kernel_notes.md, session 9).
+constexpr int kSplitLaneU = 32;
+constexpr int kSplitLaneBlocksPerSm = 8;
+constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
+
+template <typename scalar_t, int V>
+bool split_lane_rows_pay(int rows, int cols) {
+  return staged_warp_rows_pay<scalar_t, V>(rows, cols) && cols % V == 0;
 }
 
 // A block-per-row plan whose threads hold five vectors each (fp32: 8196..10243 columns)
@@ -980,7 +1050,9 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
     }
     return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false>(a, stream);
   }
-  if constexpr (sizeof(scalar_t) == 4) {  // the staged and wide kernels were measured faster in fp32 only
+  if constexpr (std::is_same_v<scalar_t, float>) {  // the split, staged and wide kernels: measured in fp32 only
+    if (opt.split_lane_rows && split_lane_rows_pay<scalar_t, V>(a.rows, a.cols))
+      return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, kSplitLaneLoad, kPdl>(a, stream);
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
       return launch_staged_warp_rows<scalar_t, V, kPdl>(a, stream);
     if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols))

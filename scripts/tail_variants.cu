@@ -161,6 +161,16 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   // library's kernel paid about 1 us more than after a synchronised one (kernel_notes.md).
   if (variant == 46) return launch_lean_mapping<T, V, 1, false>(p, a, stream);
   if (variant == 47) return launch_lean_mapping<T, V, 2, false>(p, a, stream);
+  if (variant >= 50 && variant <= 52) {  // split lanes on any fp32 warp-per-row plan of aligned rows
+    if constexpr (std::is_same_v<T, float>) {
+      const LeanArgs<T> la = lean_args(a);
+      if (p.split_y || la.cols % V != 0) return -1;
+      if (variant == 50) return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, kSplitLaneLoad, true>(la, stream);
+      if (variant == 51) return launch_split_lane_rows<16, 12, kSplitLaneLoad, true>(la, stream);
+      return launch_split_lane_rows<64, 4, kSplitLaneLoad, true>(la, stream);
+    }
+    return -1;
+  }
   if (variant == 48) return launch_programmatic_probe<T, V, false, true>(p, a, stream);
   if (variant == 49) return launch_programmatic_probe<T, V, true, false>(p, a, stream);
   if (variant == 38 || variant == 44) {
@@ -177,6 +187,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.exact_rows = variant != 26;
   opt.deep_warp_rows = variant != 37;
   opt.staged_warp_rows = variant != 37;
+  opt.split_lane_rows = variant != 37;
   opt.wide_warp_rows = variant != 37 && variant != 45;
   opt.five_vector_rows = variant != 39;
   switch (variant) {
@@ -219,7 +230,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // rows; before session 8); 46 and 47 the block-per-row lean kernel with 1 or 2 vectors in
 // flight per thread (made for calls queued after a write flush; run31); 48 and 49 the
 // library's loop-free block-row kernel with the programmatic launch attribute but no
-// griddepcontrol instructions, and the instructions without the attribute. Variants tried and
+// griddepcontrol instructions, and the instructions without the attribute; 50-52
+// split_lane_rows_kernel (each lane's four accumulators on four threads) on every fp32
+// warp-per-row plan of aligned rows, with 32 (the library's), 16 or 64 loads in flight per
+// thread. Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
 // flight, warp rows with 2-8 vectors in 64-512-thread blocks (again in session 8: 4 or 8 in
 // 512-thread blocks, where the library's 8 in 256-thread blocks won); block rows with 4-8 vectors

@@ -38,7 +38,8 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             30: "general_pdl", 33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows",
             38: "staged_warp_rows", 39: "lean_four_vector_rows", 44: "staged_cp_async", 45: "lean_two_vector_warp_rows",
             46: "block_rows_u1", 47: "block_rows_u2",
-            48: "attr_without_wait", 49: "wait_without_attr"}
+            48: "attr_without_wait", 49: "wait_without_attr", 50: "split_lanes_u32", 51: "split_lanes_u16",
+            52: "split_lanes_u64"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
