@@ -862,7 +862,7 @@ struct LeanOptions {
   bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
-  bool split_lane_rows = true;      // fp32 warp-per-row plans with few long aligned rows: split_lane_rows_kernel
+  bool split_lane_rows = true;      // fp32 warp-per-row plans of 512-1024 long aligned rows: split_lane_rows_kernel
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -993,18 +993,22 @@ bool staged_warp_rows_pay(int rows, int cols) {
   return rows <= 1024 && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
 }
 
-// Of the staged kernel's rows, those that start on a vector boundary take split_lane_rows_kernel,
-// 32 loads in flight per thread (the whole row for up to 4096 columns; 64 registers, 8 blocks
-// per SM). Its loads are .cs (evict-first without a policy register): with the policy, each of
-// the 32 loads kept its own 64-bit address and the kernel spilled. Measured back to back, us,
-// staged / split lanes (results/kernel_notes.md, session 9).
+// Of the staged kernel's rows, those that start on a vector boundary, 512 rows or more, and
+// longer than one round of 32 loads per thread (4096 columns) take split_lane_rows_kernel
+// (56 registers, 8 blocks per SM). Measured back to back, us, staged / split lanes / Inductor
+// (inexact; results/kernel_notes.md, session 9): 512 x 8000 5.81 / 5.20 / 5.48, 1024 x 6144
+// 8.13 / 7.81 / 7.33; the staged kernel stayed faster at 1024 x 4096 (5.52 / 5.67) and
+// 128 x 6000 (2.62 / 2.89). Its loads are .cs (evict-first without a policy register): with
+// the policy each of the 32 loads kept its own 64-bit address and the kernel spilled.
 constexpr int kSplitLaneU = 32;
 constexpr int kSplitLaneBlocksPerSm = 8;
 constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
+constexpr int kSplitLaneMinRows = 512;
 
 template <typename scalar_t, int V>
 bool split_lane_rows_pay(int rows, int cols) {
-  return staged_warp_rows_pay<scalar_t, V>(rows, cols) && cols % V == 0;
+  return staged_warp_rows_pay<scalar_t, V>(rows, cols) && cols % V == 0 && rows >= kSplitLaneMinRows &&
+         cols > kSplitLaneU * kSplitLaneThreads;
 }
 
 // A block-per-row plan whose threads hold five vectors each (fp32: 8196..10243 columns)
