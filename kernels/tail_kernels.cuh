@@ -780,10 +780,12 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
 // lane then meet in lean_leaf's order (shuffles within each group of four threads) and the
 // 32 lane leaves go through the reference's shuffle tree in the first warp. Four times the
 // threads and loads in flight per row of the warp-per-row kernels, without staging the row.
-constexpr int kSplitLaneThreads = kWarp * 4;
+constexpr int kLaneAccumulators = kInputVec<float>;  // an fp32 lane's accumulators: one per vector element
+constexpr int kSplitLaneThreads = kWarp * kLaneAccumulators;
 
 template <int U, int kMinBlocks, LeanLoad kLoad, bool kPdl>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<float> a) {
+  static_assert(kLaneAccumulators == 4, "the lane's leaf below adds four accumulators");
   __shared__ float lane_leaves[kWarp];
   const int t = threadIdx.x;
   const int r = blockIdx.x;
@@ -807,7 +809,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   const float second = __shfl_down_sync(0xffffffffu, acc, 1);
   const float third = __shfl_down_sync(0xffffffffu, acc, 2);
   const float fourth = __shfl_down_sync(0xffffffffu, acc, 3);
-  if (t % 4 == 0) lane_leaves[t / 4] = ((acc + second) + third) + fourth;
+  if (t % kLaneAccumulators == 0) lane_leaves[t / kLaneAccumulators] = ((acc + second) + third) + fourth;
   __syncthreads();
   if (t < kWarp) {
     const float total = shuffle_tree(lane_leaves[t], kWarp);
