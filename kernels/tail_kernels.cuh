@@ -558,10 +558,6 @@ enum class LeanLoad {
   __device__ __forceinline__ void lean_load_vec(std::integral_constant<LeanLoad, LeanLoad::KIND>, uint2& r, \
                                                 const void* p, uint64_t policy) {                    \
     asm("ld.global" QUALIFIERS ".v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy)); \
-  }                                                                                                   \
-  __device__ __forceinline__ void lean_load_vec(std::integral_constant<LeanLoad, LeanLoad::KIND>, float& r, \
-                                                const void* p, uint64_t policy) {                    \
-    asm("ld.global" QUALIFIERS ".f32 %0, [%1], %2;" : "=f"(r) : "l"(p), "l"(policy));               \
   }
 KB14_LEAN_LOAD(kStreamingNc, ".nc.L1::no_allocate.L2::cache_hint")
 KB14_LEAN_LOAD(kEvictFirst, ".L1::evict_first.L2::cache_hint")
@@ -780,20 +776,22 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
 // lane then meet in lean_leaf's order (shuffles within each group of four threads) and the
 // 32 lane leaves go through the reference's shuffle tree in the first warp. Four times the
 // threads and loads in flight per row of the warp-per-row kernels, without staging the row.
+// Its loads are .cs (evict-first without a policy register): with the policy each of the U
+// loads kept its own 64-bit address and the kernel spilled.
 constexpr int kLaneAccumulators = kInputVec<float>;  // an fp32 lane's accumulators: one per vector element
 constexpr int kSplitLaneThreads = kWarp * kLaneAccumulators;
+constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
 
-template <int U, int kMinBlocks, LeanLoad kLoad, bool kPdl>
+template <int U, int kMinBlocks, bool kPdl>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<float> a) {
-  static_assert(kLaneAccumulators == 4, "the lane's leaf below adds four accumulators");
   __shared__ float lane_leaves[kWarp];
   const int t = threadIdx.x;
   const int r = blockIdx.x;
   const float* row = a.y + r * a.row_stride;
-  const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
+  const uint64_t policy = kLoadHasPolicy<kSplitLaneLoad> ? evict_first_policy() : 0;
   float buf[U];
   if constexpr (kPdl) wait_for_prior_grids();
-  lean_load<U, kSplitLaneThreads, kLoad>(buf, row, t, a.cols, policy);
+  lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, t, a.cols, policy);
   if constexpr (kPdl) allow_dependent_launch();
   float acc = 0.0f;
 #pragma unroll 1
@@ -804,12 +802,13 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
     }
     k += U * kSplitLaneThreads;
     if (k >= a.cols) break;
-    lean_load<U, kSplitLaneThreads, kLoad>(buf, row, k, a.cols, policy);
+    lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, k, a.cols, policy);
   }
-  const float second = __shfl_down_sync(0xffffffffu, acc, 1);
-  const float third = __shfl_down_sync(0xffffffffu, acc, 2);
-  const float fourth = __shfl_down_sync(0xffffffffu, acc, 3);
-  if (t % kLaneAccumulators == 0) lane_leaves[t / kLaneAccumulators] = ((acc + second) + third) + fourth;
+  // The lane's accumulators, gathered on its first thread.
+  float lane_acc[kLaneAccumulators];
+#pragma unroll
+  for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
+  if (t % kLaneAccumulators == 0) lane_leaves[t / kLaneAccumulators] = lean_leaf(lane_acc);
   __syncthreads();
   if (t < kWarp) {
     const float total = shuffle_tree(lane_leaves[t], kWarp);
@@ -897,7 +896,7 @@ cudaError_t with_packed_mul(const LeanArgs<scalar_t>& a, Launch&& launch) {
 // Calls launch(packed, shifted), two std::bool_constant: the packed multiply as
 // with_packed_mul chooses it, and whether rows may start mid-vector (the reference's
 // quotient: any column count that is not a multiple of V). kAlignedRows: the caller's rows
-// are whole vectors (fp32 rows of one chunk), so only the aligned kernel is built.
+// are whole vectors (rows of one chunk), so only the aligned kernel is built.
 template <typename scalar_t, int V, bool kAlignedRows = false, typename Launch>
 cudaError_t with_lean_flags(const LeanArgs<scalar_t>& a, Launch&& launch) {
   return with_packed_mul(a, [&](auto packed) {
@@ -954,9 +953,9 @@ cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, cudaStream_t st
 
 // split_lane_rows_kernel with U loads in flight per thread (kMinBlocks: registers for that
 // many 128-thread blocks per SM).
-template <int U, int kMinBlocks, LeanLoad kLoad, bool kPdl>
+template <int U, int kMinBlocks, bool kPdl>
 cudaError_t launch_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
-  return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, kLoad, kPdl>, dim3(static_cast<unsigned>(a.rows)),
+  return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, kPdl>, dim3(static_cast<unsigned>(a.rows)),
                              dim3(kSplitLaneThreads), 0, stream, kPdl, a);
 }
 
@@ -1000,11 +999,9 @@ bool staged_warp_rows_pay(int rows, int cols) {
 // (56 registers, 8 blocks per SM). Measured back to back, us, staged / split lanes / Inductor
 // (inexact; results/kernel_notes.md, session 9): 512 x 8000 5.81 / 5.20 / 5.48, 1024 x 6144
 // 8.13 / 7.81 / 7.33; the staged kernel stayed faster at 1024 x 4096 (5.52 / 5.67) and
-// 128 x 6000 (2.62 / 2.89). Its loads are .cs (evict-first without a policy register): with
-// the policy each of the 32 loads kept its own 64-bit address and the kernel spilled.
+// 128 x 6000 (2.62 / 2.89).
 constexpr int kSplitLaneU = 32;
 constexpr int kSplitLaneBlocksPerSm = 8;
-constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
 constexpr int kSplitLaneMinRows = 512;
 
 template <typename scalar_t, int V>
@@ -1058,7 +1055,7 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
   }
   if constexpr (std::is_same_v<scalar_t, float>) {  // the split, staged and wide kernels: measured in fp32 only
     if (opt.split_lane_rows && split_lane_rows_pay<scalar_t, V>(a.rows, a.cols))
-      return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, kSplitLaneLoad, kPdl>(a, stream);
+      return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, kPdl>(a, stream);
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
       return launch_staged_warp_rows<scalar_t, V, kPdl>(a, stream);
     if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols))

@@ -165,9 +165,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     if constexpr (std::is_same_v<T, float>) {
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y || la.cols % V != 0) return -1;
-      if (variant == 50) return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, kSplitLaneLoad, true>(la, stream);
-      if (variant == 51) return launch_split_lane_rows<16, 12, kSplitLaneLoad, true>(la, stream);
-      return launch_split_lane_rows<64, 4, kSplitLaneLoad, true>(la, stream);
+      if (variant == 50) return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, true>(la, stream);
+      if (variant == 51) return launch_split_lane_rows<16, 12, true>(la, stream);
+      return launch_split_lane_rows<64, 4, true>(la, stream);
     }
     return -1;
   }

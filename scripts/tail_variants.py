@@ -128,13 +128,18 @@ def read_ceiling_gbps(device: torch.device, backend) -> float:
     return big.numel() * 4 / (read["median_ms"] * 1e-3) / 1e9
 
 
+def do_bench_ms(fn, y) -> float:
+    """triton's do_bench of fn(y): its calls queued, each after a 256 MB write flush; median ms."""
+    return triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
+
+
 def time_methods(fn, y, copies, backend, budget_s: float = 0.2) -> dict:
     """Microseconds of fn(y) four ways: KernelBench's timing (median, and its mean),
     triton's do_bench, one call after a read flush, and CUDA-graph replay over `copies`."""
     kb = timing.kernelbench_time(fn, (y,), backend=backend)
     rf = timing.robust_time(fn, (y,), backend=backend, budget_s=budget_s, min_calls=50, max_calls=300)
     gr = timing.graph_time(fn, [(c,) for c in copies], calls_per_graph=20, replays=10)
-    db = triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median")
+    db = do_bench_ms(fn, y)
     return {"kernelbench": statistics.median(kb["times_ms"]) * 1e3, "kernelbench_mean": kb["mean_ms"] * 1e3,
             "do_bench": db * 1e3, "read_flush": rf["median_ms"] * 1e3, "rotating": gr["median_ms"] * 1e3}
 
@@ -145,8 +150,22 @@ def do_bench_in_turn(fns: dict, y: torch.Tensor, rounds: int) -> dict:
     times = {name: [] for name in fns}
     for r in range(rounds):
         for name in timing.rotated(list(fns), r):
-            fn = fns[name]
-            times[name].append(triton.testing.do_bench(lambda: fn(y), warmup=25, rep=100, return_mode="median"))
+            times[name].append(do_bench_ms(fns[name], y))
+    return times
+
+
+def single_calls_in_turn(fns: dict, y: torch.Tensor, backend, *, flush_rounds: int, kernelbench_rounds: int,
+                         do_bench_rounds: int = 0, flush: str = "read") -> dict:
+    """Milliseconds per call of each fn(y) under the single-call methods, the functions taken
+    in turn so that drift hits all alike: queued calls each after the backend's robust flush
+    (`{flush}_flush`, timing.interleaved_robust_time), KernelBench's per-call protocol
+    (`kernelbench`, timing.paired_time) and, given rounds, triton's do_bench (`do_bench`).
+    {method: {name: [ms, one per round]}}."""
+    times = {f"{flush}_flush": timing.interleaved_robust_time(fns, (y,), rounds=flush_rounds, backend=backend),
+             "kernelbench": timing.paired_time({n: (lambda fn=fn: fn(y)) for n, fn in fns.items()},
+                                               rounds=kernelbench_rounds, backend=backend)}
+    if do_bench_rounds:
+        times["do_bench"] = do_bench_in_turn(fns, y, do_bench_rounds)
     return times
 
 
@@ -233,13 +252,9 @@ def main() -> int:
             # eager and torch.sum stay in the rounds: their GPU time keeps the queue ahead of
             # Inductor's host time, as in vs_inductor.py. Queued calls are named by their flush.
             base = next(name for name in fns if name not in ("eager", "torch.sum", "inductor"))
-            by_method = {
-                f"{args.flush or 'read'}_flush": timing.interleaved_robust_time(fns, (y,), rounds=args.interleaved,
-                                                                      backend=backend),
-                "kernelbench": timing.paired_time({n: (lambda fn=fn: fn(y)) for n, fn in fns.items()},
-                                                  rounds=max(1, args.interleaved // 4), backend=backend)}
-            if args.do_bench_rounds:
-                by_method["do_bench"] = do_bench_in_turn(fns, y, args.do_bench_rounds)
+            by_method = single_calls_in_turn(fns, y, backend, flush_rounds=args.interleaved,
+                                             kernelbench_rounds=max(1, args.interleaved // 4),
+                                             do_bench_rounds=args.do_bench_rounds, flush=args.flush or "read")
             for method, times in by_method.items():
                 diffs = timing.paired_differences(times, base)
                 for name, t in times.items():

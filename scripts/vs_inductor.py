@@ -2,7 +2,7 @@
 
 Writes `vs_inductor.json` and `vs_inductor.md` into --out: for each shape and dtype,
 the bits of ours and of Inductor's against eager (torch.equal), and the time of each
-under four methods, all in one process:
+under four methods and three of them again taken in turn, all in one process:
 
 * kernelbench: KernelBench's "cuda_event" timing (3 warm-ups; per trial synchronize,
   write 256 MB to flush L2, CUDA events around one call; median of 100 reported,
@@ -11,13 +11,13 @@ under four methods, all in one process:
   write flush; median), the GPU time with the host hidden behind the flush.
 * read_flush: bench.py's robust method (one call after a 256 MB read flush, median).
 * rotating: CUDA-graph replay of calls back to back over L2-cold copies (median).
-* kernelbench_interleaved, read_flush_interleaved: the two single-call methods again,
-  with the four functions called in turn, round by round (each call still after its own
-  flush, timed alone), so that the clock and memory drift of a sequential run, which
-  moves a ~10 us kernel by several percent, hits all four alike.
-* do_bench_interleaved: do_bench of each function, DO_BENCH_ROUNDS rounds in turn (the
-  order rotated), the median of its medians: one do_bench after another put ours 3-9%
-  behind at 1024 x 8192 fp32 where taken in turn the two tied (results/kernel_notes.md).
+* kernelbench_interleaved, read_flush_interleaved, do_bench_interleaved: the single-call
+  methods again (tail_variants.single_calls_in_turn), with the four functions called in
+  turn, round by round (each call still after its own flush, timed alone; do_bench for
+  DO_BENCH_ROUNDS rounds, the median of its medians), so that the clock and memory drift of
+  a sequential run, which moves a ~10 us kernel by several percent, hits all four alike:
+  one do_bench after another put ours 3-9% behind at 1024 x 8192 fp32 where taken in turn
+  the two tied (results/kernel_notes.md).
 
 With Nsight Compute on the PATH it also profiles 1024 x 8192 fp32 (ours, Inductor's,
 an empty kernel and an unordered read of the same bytes on the same machine: what any
@@ -47,7 +47,7 @@ from harness import machine, timing  # noqa: E402
 import kernels  # noqa: E402
 from kernels.jit import torch_order  # noqa: E402
 import tail_variants  # noqa: E402
-from tail_variants import eager_tail, read_ceiling_gbps, row_sum, time_methods  # noqa: E402
+from tail_variants import eager_tail, read_ceiling_gbps, row_sum, single_calls_in_turn, time_methods  # noqa: E402
 
 SHAPES = [(128, 8192), (1024, 8192), (4096, 8192), (16384, 8192), (1024, 65536), (8192, 1024), (1000, 8191),
           (3, 200003)]
@@ -64,21 +64,17 @@ def ours(y):
 
 
 def interleaved_times(fns: dict, y: torch.Tensor, backend) -> dict:
-    """Microseconds per function of the single-call methods, the functions taken in turn:
-    KernelBench's per-call protocol (synchronize, 256 MB write flush, events around one
-    call, synchronize; 3 warm-ups each) for ROUNDS rounds, the read-flush calls
-    (timing.interleaved_robust_time), and do_bench for DO_BENCH_ROUNDS rounds. Medians."""
-    calls = {name: (lambda fn=fn: fn(y)) for name, fn in fns.items()}
-    for call in calls.values():
+    """Microseconds per function of the single-call methods taken in turn (3 warm-ups each;
+    KernelBench's protocol and the read-flush calls for ROUNDS rounds, do_bench for
+    DO_BENCH_ROUNDS), keyed `<method>_interleaved`. Medians."""
+    for fn in fns.values():
         for _ in range(3):
-            call()
+            fn(y)
     backend.sync()
-    kb = timing.paired_time(calls, rounds=ROUNDS, backend=backend)
-    rf = timing.interleaved_robust_time(fns, (y,), rounds=ROUNDS, backend=backend)
-    db = tail_variants.do_bench_in_turn(fns, y, DO_BENCH_ROUNDS)
-    return {name: {"kernelbench_interleaved": statistics.median(kb[name]) * 1e3,
-                   "read_flush_interleaved": statistics.median(rf[name]) * 1e3,
-                   "do_bench_interleaved": statistics.median(db[name]) * 1e3} for name in fns}
+    times = single_calls_in_turn(fns, y, backend, flush_rounds=ROUNDS, kernelbench_rounds=ROUNDS,
+                                 do_bench_rounds=DO_BENCH_ROUNDS)
+    return {name: {f"{method}_interleaved": statistics.median(t[name]) * 1e3 for method, t in times.items()}
+            for name in fns}
 
 
 @torch.no_grad()  # KernelBench's protocol; with grad on, ModelNewColsum recomputes its column sum
