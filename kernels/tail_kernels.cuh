@@ -995,19 +995,28 @@ bool staged_warp_rows_pay(int rows, int cols) {
 }
 
 // Of the staged kernel's rows, those that start on a vector boundary, 512 rows or more, and
-// longer than one round of 32 loads per thread (4096 columns) take split_lane_rows_kernel
-// (56 registers, 8 blocks per SM). Measured back to back, us, staged / split lanes / Inductor
-// (inexact; results/kernel_notes.md, session 9): 512 x 8000 5.81 / 5.20 / 5.48, 1024 x 6144
-// 8.13 / 7.81 / 7.33; the staged kernel stayed faster at 1024 x 4096 (5.52 / 5.67) and
-// 128 x 6000 (2.62 / 2.89).
-constexpr int kSplitLaneU = 32;
-constexpr int kSplitLaneBlocksPerSm = 8;
+// longer than one round of 32 loads per thread (4096 columns) take split_lane_rows_kernel,
+// with as many loads in flight per thread as split_lane_loads says (0: the staged kernel).
+// Measured back to back over 26 shapes, two runs that agreed within 0.1 us
+// (results/kernel_notes.md, session 10): 513-1024 rows fetch the row in one round, 48 loads
+// (72 registers, 7 blocks per SM) while a thread's share is at most 40 values, 64 (89
+// registers, 5 blocks per SM) beyond; e.g. us, staged / 32 / 48 / 64: 768 x 6000
+// 6.36 / 7.48 / 6.31 / 6.15, 1024 x 5000 6.92 / 7.40 / 6.45 / 6.69. At 512 rows the two-round
+// 32 won where a thread's share is more than 48 values (512 x 8000 5.78 / 5.19 / 7.14 / 5.96)
+// and the staged kernel below (512 x 5000 4.17 / 4.60 / 4.65 / 4.59). More blocks per SM for
+// the same loads (64 at 6, 48 at 8) were slower.
+template <int U>
+constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;  // what U loads' registers leave room for
 constexpr int kSplitLaneMinRows = 512;
+constexpr int kSplitLaneOneRoundShare = 40;  // values per thread up to which 48 loads beat 64
 
 template <typename scalar_t, int V>
-bool split_lane_rows_pay(int rows, int cols) {
-  return staged_warp_rows_pay<scalar_t, V>(rows, cols) && cols % V == 0 && rows >= kSplitLaneMinRows &&
-         cols > kSplitLaneU * kSplitLaneThreads;
+int split_lane_loads(int rows, int cols) {
+  if (!staged_warp_rows_pay<scalar_t, V>(rows, cols) || cols % V != 0 || rows < kSplitLaneMinRows) return 0;
+  const int share = (cols + kSplitLaneThreads - 1) / kSplitLaneThreads;
+  if (share <= 32) return 0;
+  if (rows == kSplitLaneMinRows) return share > 48 ? 32 : 0;
+  return share <= kSplitLaneOneRoundShare ? 48 : 64;
 }
 
 // A block-per-row plan whose threads hold five vectors each (fp32: 8196..10243 columns)
@@ -1054,8 +1063,12 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
     return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false>(a, stream);
   }
   if constexpr (std::is_same_v<scalar_t, float>) {  // the split, staged and wide kernels: measured in fp32 only
-    if (opt.split_lane_rows && split_lane_rows_pay<scalar_t, V>(a.rows, a.cols))
-      return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, kPdl>(a, stream);
+    switch (opt.split_lane_rows ? split_lane_loads<scalar_t, V>(a.rows, a.cols) : 0) {
+      case 32: return launch_split_lane_rows<32, kSplitLaneMinBlocks<32>, kPdl>(a, stream);
+      case 48: return launch_split_lane_rows<48, kSplitLaneMinBlocks<48>, kPdl>(a, stream);
+      case 64: return launch_split_lane_rows<64, kSplitLaneMinBlocks<64>, kPdl>(a, stream);
+      default: break;
+    }
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
       return launch_staged_warp_rows<scalar_t, V, kPdl>(a, stream);
     if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols))

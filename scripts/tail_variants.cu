@@ -161,13 +161,16 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   // library's kernel paid about 1 us more than after a synchronised one (kernel_notes.md).
   if (variant == 46) return launch_lean_mapping<T, V, 1, false>(p, a, stream);
   if (variant == 47) return launch_lean_mapping<T, V, 2, false>(p, a, stream);
-  if (variant >= 50 && variant <= 52) {  // split lanes on any fp32 warp-per-row plan of aligned rows
+  if (variant >= 50 && variant <= 55) {  // split lanes on any fp32 warp-per-row plan of aligned rows
     if constexpr (std::is_same_v<T, float>) {
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y || la.cols % V != 0) return -1;
-      if (variant == 50) return launch_split_lane_rows<kSplitLaneU, kSplitLaneBlocksPerSm, true>(la, stream);
+      if (variant == 50) return launch_split_lane_rows<32, kSplitLaneMinBlocks<32>, true>(la, stream);
       if (variant == 51) return launch_split_lane_rows<16, 12, true>(la, stream);
-      return launch_split_lane_rows<64, 4, true>(la, stream);
+      if (variant == 53) return launch_split_lane_rows<48, kSplitLaneMinBlocks<48>, true>(la, stream);
+      if (variant == 54) return launch_split_lane_rows<64, 6, true>(la, stream);
+      if (variant == 55) return launch_split_lane_rows<48, 8, true>(la, stream);
+      return launch_split_lane_rows<64, kSplitLaneMinBlocks<64>, true>(la, stream);
     }
     return -1;
   }
@@ -230,10 +233,11 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // rows; before session 8); 46 and 47 the block-per-row lean kernel with 1 or 2 vectors in
 // flight per thread (made for calls queued after a write flush; run31); 48 and 49 the
 // library's loop-free block-row kernel with the programmatic launch attribute but no
-// griddepcontrol instructions, and the instructions without the attribute; 50-52
+// griddepcontrol instructions, and the instructions without the attribute; 50-55
 // split_lane_rows_kernel (each lane's four accumulators on four threads) on every fp32
-// warp-per-row plan of aligned rows, with 32 (the library's), 16 or 64 loads in flight per
-// thread. Variants tried and
+// warp-per-row plan of aligned rows, with 32, 16, 64 or 48 loads in flight per thread (the
+// library picks among 32, 48 and 64: split_lane_loads), and 54, 55 with 64 and 48 at more
+// blocks per SM (6 and 8; slower, run38). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
 // flight, warp rows with 2-8 vectors in 64-512-thread blocks (again in session 8: 4 or 8 in
 // 512-thread blocks, where the library's 8 in 256-thread blocks won); block rows with 4-8 vectors

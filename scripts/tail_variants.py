@@ -39,7 +39,8 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             38: "staged_warp_rows", 39: "lean_four_vector_rows", 44: "staged_cp_async", 45: "lean_two_vector_warp_rows",
             46: "block_rows_u1", 47: "block_rows_u2",
             48: "attr_without_wait", 49: "wait_without_attr", 50: "split_lanes_u32", 51: "split_lanes_u16",
-            52: "split_lanes_u64"}
+            52: "split_lanes_u64", 53: "split_lanes_u48", 54: "split_lanes_u64_b6",
+            55: "split_lanes_u48_b8"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -62,7 +63,11 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
          ((16384, 1024), "float32"), ((8192, 2048), "float32"), ((8192, 4096), "float32"), ((5000, 1500), "float32"),
          ((6000, 8000), "float32"), ((8192, 600), "float32"), ((16384, 512), "float32"), ((8192, 1000), "float32"),
          ((128, 4096), "float32"), ((512, 4100), "float32"), ((768, 6000), "float32"), ((1024, 5000), "float32"),
-         ((384, 8188), "float32"), ((1024, 8188), "float32")]
+         ((384, 8188), "float32"), ((1024, 8188), "float32"),
+         ((512, 5000), "float32"), ((512, 6144), "float32"), ((512, 7000), "float32"), ((640, 6000), "float32"),
+         ((640, 8000), "float32"), ((768, 5000), "float32"), ((768, 7000), "float32"), ((768, 8000), "float32"),
+         ((896, 4608), "float32"), ((896, 6144), "float32"), ((1024, 5500), "float32"), ((1024, 7000), "float32"),
+         ((1024, 8000), "float32"), ((1024, 4608), "float32")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
