@@ -999,14 +999,14 @@ bool staged_warp_rows_pay(int rows, int cols) {
 // with as many loads in flight per thread as split_lane_loads says (0: the staged kernel).
 // Measured back to back over 26 shapes, two runs that agreed within 0.1 us
 // (results/kernel_notes.md, session 10): 513-1024 rows fetch the row in one round, 48 loads
-// (72 registers, 7 blocks per SM) while a thread's share is at most 40 values, 64 (89
-// registers, 5 blocks per SM) beyond; e.g. us, staged / 32 / 48 / 64: 768 x 6000
-// 6.36 / 7.48 / 6.31 / 6.15, 1024 x 5000 6.92 / 7.40 / 6.45 / 6.69. At 512 rows the two-round
-// 32 won where a thread's share is more than 48 values (512 x 8000 5.78 / 5.19 / 7.14 / 5.96)
-// and the staged kernel below (512 x 5000 4.17 / 4.60 / 4.65 / 4.59). More blocks per SM for
-// the same loads (64 at 6, 48 at 8) were slower.
+// while a thread's share is at most 40 values, 64 beyond; e.g. us, staged / 32 / 48 / 64:
+// 768 x 6000 6.36 / 7.48 / 6.31 / 6.15, 1024 x 5000 6.92 / 7.40 / 6.45 / 6.69. At 512 rows the
+// two-round 32 won where a thread's share is more than 48 values (512 x 8000
+// 5.78 / 5.19 / 7.14 / 5.96) and the staged kernel below (512 x 5000 4.17 / 4.60 / 4.65 / 4.59).
+// The launch bounds' blocks per SM for U loads, as measured: 32 at 8 (56 registers), 48 at 5
+// (72, so 7 run), 64 at 4 (89, so 5 run); asking 6 or 8 of the wider two was slower (run39).
 template <int U>
-constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;  // what U loads' registers leave room for
+constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;
 constexpr int kSplitLaneMinRows = 512;
 constexpr int kSplitLaneOneRoundShare = 40;  // values per thread up to which 48 loads beat 64
 
