@@ -165,12 +165,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     if constexpr (std::is_same_v<T, float>) {
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y || la.cols % V != 0) return -1;
-      if (variant == 50) return launch_split_lane_rows<32, kSplitLaneMinBlocks<32>, true>(la, stream);
-      if (variant == 51) return launch_split_lane_rows<16, 12, true>(la, stream);
-      if (variant == 53) return launch_split_lane_rows<48, kSplitLaneMinBlocks<48>, true>(la, stream);
-      if (variant == 54) return launch_split_lane_rows<64, 6, true>(la, stream);
-      if (variant == 55) return launch_split_lane_rows<48, 8, true>(la, stream);
-      return launch_split_lane_rows<64, kSplitLaneMinBlocks<64>, true>(la, stream);
+      switch (variant) {
+        case 50: return launch_split_lane_rows<32, kSplitLaneMinBlocks<32>, true>(la, stream);
+        case 51: return launch_split_lane_rows<16, 12, true>(la, stream);
+        case 52: return launch_split_lane_rows<64, kSplitLaneMinBlocks<64>, true>(la, stream);
+        case 53: return launch_split_lane_rows<48, kSplitLaneMinBlocks<48>, true>(la, stream);
+        case 54: return launch_split_lane_rows<64, 6, true>(la, stream);
+        default: return launch_split_lane_rows<48, 8, true>(la, stream);  // 55
+      }
     }
     return -1;
   }

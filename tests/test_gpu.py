@@ -75,11 +75,12 @@ def test_lean_path_shapes(dtype):
 # than 4096 columns that start on a vector boundary the split-lane one, with 32 loads in flight
 # (512 x 8000), 48 (600 x 4100, 1024 x 5000) or 64 (1024 x 6144); other fp32 rows of more than
 # 2048 columns, up to 1024 rows, the staged one (128 x 6000, 1024 x 4096, 512 x 5000, 16 x 7000,
-# 1024 x 2052, 7 x 8188, 300 x 4097, 1000 x 4095, 64 x 2049); more than 4096 fp32 rows of 4+ vectors per lane the wide one
-# (8192 x 1024, 4097 x 2048, 5000 x 1500, 4100 x 1001, 4097 x 512); up to 4096 rows of 4+
-# vectors per lane the deep one (4096 x 2048, 1025 x 4096, 64 x 2048); else two vectors per
-# lane (4097 x 511, and 16-bit rows beyond the deep kernel's). Block-per-row fp32 rows of five
-# vectors per thread load them in one round (300 x 10007, 64 x 10240, 17 x 8196).
+# 1024 x 2052, 7 x 8188, 300 x 4097, 1000 x 4095, 64 x 2049); more than 4096 fp32 rows of 4+
+# vectors per lane the wide one (8192 x 1024, 4097 x 2048, 5000 x 1500, 4100 x 1001,
+# 4097 x 512); up to 4096 rows of 4+ vectors per lane the deep one (4096 x 2048, 1025 x 4096,
+# 64 x 2048); else two vectors per lane (4097 x 511, and 16-bit rows beyond the deep kernel's).
+# Block-per-row fp32 rows of five vectors per thread load them in one round (300 x 10007,
+# 64 x 10240, 17 x 8196).
 WARP_AND_SHIFTED = [(16, 128), (17, 129), (100, 1023), (512, 1024), (2049, 1000), (8192, 1024), (300, 4097),
                     (1000, 8191), (529, 8193), (64, 12289), (40, 65535), (8, 8191), (16, 255), (128, 6000),
                     (1024, 4096), (1025, 4096), (16, 7000), (1000, 4095), (4096, 2048), (4097, 2048),
