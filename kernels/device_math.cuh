@@ -251,6 +251,22 @@ __device__ __forceinline__ void wait_for_prior_grids() {
 #endif
 }
 
+// Asks L2 for the line holding p (no value returned, nothing waited for). Safe before
+// wait_for_prior_grids: every SM's writes land in L2, so a line fetched early is
+// updated by the kernel before's writes like any other.
+__device__ __forceinline__ void prefetch_to_l2(const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#endif
+}
+
+// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine.
+__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -89,11 +89,11 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
 // in the same order as the library's choice. kExactRows: rows of exactly U vectors per thread
 // (no bounds checks, no loop; what the library launches for fp32 rows of 8192).
 template <typename T, int V, int U, bool kWarpRows, bool kExactRows = false, int kBlock = kLeanBlock,
-          int kMinBlocks = kLeanBlocksPerSm>
+          int kMinBlocks = kLeanBlocksPerSm, L2Warming kWarm = L2Warming::kNone>
 int launch_lean_mapping(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   if (p.split_y == kWarpRows) return -1;
   const LeanArgs<T> a = lean_args(g);
-  return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks>(a, stream);
+  return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks, kWarm>(a, stream);
 }
 
 // The loop-free block-row kernel (fp32 and 16-bit rows of exactly one chunk) with its
@@ -150,6 +150,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   if (variant == 25) {
     if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
     return launch_lean_mapping<T, V, kLeanRowU<V>, false, true>(p, a, stream);
+  }
+  if (variant == 56 || variant == 57) {  // variant 25 asking L2 for its row before it waits
+    if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
+    return variant == 56
+               ? launch_lean_mapping<T, V, kLeanRowU<V>, false, true, kLeanBlock, kLeanBlocksPerSm,
+                                     L2Warming::kThreadLines>(p, a, stream)
+               : launch_lean_mapping<T, V, kLeanRowU<V>, false, true, kLeanBlock, kLeanBlocksPerSm,
+                                     L2Warming::kBulkRow>(p, a, stream);
   }
   if (variant == 27) {  // fp32 only: 16-bit types spill at 32 registers
     if constexpr (sizeof(T) == 4) return launch_lean_mapping<T, V, 3, true>(p, a, stream);

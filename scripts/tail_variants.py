@@ -40,7 +40,7 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             46: "block_rows_u1", 47: "block_rows_u2",
             48: "attr_without_wait", 49: "wait_without_attr", 50: "split_lanes_u32", 51: "split_lanes_u16",
             52: "split_lanes_u64", 53: "split_lanes_u48", 54: "split_lanes_u64_b6",
-            55: "split_lanes_u48_b8"}
+            55: "split_lanes_u48_b8", 56: "exact_rows_warm_lines", 57: "exact_rows_warm_bulk"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
