@@ -649,7 +649,10 @@ __device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
 // What a programmatic dependent asks L2 for before it waits on the kernel before it
 // (fetches that overlap that kernel's drain): nothing, each thread's vectors, or the
 // block's row by one bulk prefetch.
-enum class L2Warming { kNone, kThreadLines, kBulkRow };
+// kBulkRowEvictFirst: the bulk prefetch marked evict-first (its lines then go before the
+// dirty lines of a write flush); kFirstWaveEvictFirst: the same, only in blocks of the
+// first wave (the later ones never wait).
+enum class L2Warming { kNone, kThreadLines, kBulkRow, kBulkRowEvictFirst, kFirstWaveEvictFirst };
 
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
 // instead of one whole block. kShifted: rows may start mid-vector. kExactRows: every row
@@ -684,6 +687,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
         if (kExactRows || t + u * kStep < geo.nvec) prefetch_to_l2(row + t + u * kStep);
     } else if constexpr (kWarm == L2Warming::kBulkRow) {
       if (tid == 0) bulk_prefetch_to_l2(row, static_cast<uint32_t>(geo.nvec) * sizeof(W));
+    } else if constexpr (kWarm != L2Warming::kNone) {
+      const bool first_wave = kWarm == L2Warming::kBulkRowEvictFirst || blockIdx.x < kMinBlocks * sm_count();
+      if (tid == 0 && first_wave) bulk_prefetch_to_l2(row, static_cast<uint32_t>(geo.nvec) * sizeof(W), policy);
     }
     wait_for_prior_grids();
   }
@@ -877,7 +883,7 @@ struct LeanOptions {
   bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
-  bool split_lane_rows = true;      // fp32 warp-per-row plans of 512-1024 long aligned rows: split_lane_rows_kernel
+  bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1024 long aligned rows: split_lane_rows_kernel
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -1008,29 +1014,37 @@ bool staged_warp_rows_pay(int rows, int cols) {
   return rows <= 1024 && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
 }
 
-// Of the staged kernel's rows, those that start on a vector boundary, 512 rows or more, and
+// Of the staged kernel's rows, those that start on a vector boundary, 128 rows or more, and
 // longer than one round of 32 loads per thread (4096 columns) take split_lane_rows_kernel,
 // with as many loads in flight per thread as split_lane_loads says (0: the staged kernel).
-// Measured back to back over 26 shapes, two runs that agreed within 0.1 us
-// (results/kernel_notes.md, session 10): 513-1024 rows fetch the row in one round, 48 loads
-// while a thread's share is at most 40 values, 64 beyond; e.g. us, staged / 32 / 48 / 64:
-// 768 x 6000 6.36 / 7.48 / 6.31 / 6.15, 1024 x 5000 6.92 / 7.40 / 6.45 / 6.69. At 512 rows the
-// two-round 32 won where a thread's share is more than 48 values (512 x 8000
-// 5.78 / 5.19 / 7.14 / 5.96) and the staged kernel below (512 x 5000 4.17 / 4.60 / 4.65 / 4.59).
+// Measured back to back at 44 shapes (results/kernel_notes.md, sessions 10 and 11); us,
+// staged / 32 / 48 / 64 loads:
+//   * up to 256 rows, the whole row in one round: 48 loads up to a 48-value share per
+//     thread, 64 beyond (128 x 6000 2.63 / 2.88 / 2.34 / 2.45, 256 x 8000
+//     3.91 / 3.93 / 4.16 / 3.75);
+//   * 257-576 rows, two rounds of 32 where the share passes 48 values (384 x 8000
+//     4.72 / 4.51 / 4.88 / 5.13, 576 x 8000 6.21 / 5.62 / 7.57 / 6.22), else the staged kernel
+//     (480 x 5500 4.32 / 4.51 / 4.73 / 4.72, 512 x 5000 4.15 / 4.61 / 4.66 / 4.57);
+//   * 577-1024 rows, one round: 64 loads above a 40-value share (620 x 8000
+//     6.56 / 7.27 / 7.64 / 6.29, 768 x 6000 6.38 / 7.41 / 6.33 / 6.17); up to it 48 above 768
+//     rows (1024 x 5000 6.90 / 7.37 / 6.48 / 6.70), else the staged kernel (700 x 4100
+//     4.45 / 5.18 / 4.73 / 5.22).
+// Why the middle rows differ was not found (every variant keeps all their rows resident).
 // The launch bounds' blocks per SM for U loads, as measured: 32 at 8 (56 registers), 48 at 5
 // (72, so 7 run), 64 at 4 (89, so 5 run); asking 6 or 8 of the wider two was slower (run39).
 template <int U>
 constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;
-constexpr int kSplitLaneMinRows = 512;
-constexpr int kSplitLaneOneRoundShare = 40;  // values per thread up to which 48 loads beat 64
+constexpr int kSplitLaneMinRows = 128;
 
 template <typename scalar_t, int V>
 int split_lane_loads(int rows, int cols) {
   if (!staged_warp_rows_pay<scalar_t, V>(rows, cols) || cols % V != 0 || rows < kSplitLaneMinRows) return 0;
   const int share = (cols + kSplitLaneThreads - 1) / kSplitLaneThreads;
   if (share <= 32) return 0;
-  if (rows == kSplitLaneMinRows) return share > 48 ? 32 : 0;
-  return share <= kSplitLaneOneRoundShare ? 48 : 64;
+  if (rows <= 256) return share <= 48 ? 48 : 64;
+  if (rows <= 576) return share > 48 ? 32 : 0;
+  if (share > 40) return 64;
+  return rows > 768 ? 48 : 0;
 }
 
 // A block-per-row plan whose threads hold five vectors each (fp32: 8196..10243 columns)

@@ -96,6 +96,11 @@ int launch_lean_mapping(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks, kWarm>(a, stream);
 }
 
+template <typename T, int V, L2Warming kWarm>
+int launch_warmed_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
+  return launch_lean_mapping<T, V, kLeanRowU<V>, false, true, kLeanBlock, kLeanBlocksPerSm, kWarm>(p, g, stream);
+}
+
 // The loop-free block-row kernel (fp32 and 16-bit rows of exactly one chunk) with its
 // griddepcontrol instructions (kKernelWaits) and the programmatic launch attribute
 // (kLaunchAttr) chosen apart, to find which of the two a single call pays for. Without the
@@ -151,13 +156,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
     return launch_lean_mapping<T, V, kLeanRowU<V>, false, true>(p, a, stream);
   }
-  if (variant == 56 || variant == 57) {  // variant 25 asking L2 for its row before it waits
+  if (variant >= 56 && variant <= 59) {  // variant 25 asking L2 for its row before it waits
     if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
-    return variant == 56
-               ? launch_lean_mapping<T, V, kLeanRowU<V>, false, true, kLeanBlock, kLeanBlocksPerSm,
-                                     L2Warming::kThreadLines>(p, a, stream)
-               : launch_lean_mapping<T, V, kLeanRowU<V>, false, true, kLeanBlock, kLeanBlocksPerSm,
-                                     L2Warming::kBulkRow>(p, a, stream);
+    switch (variant) {
+      case 56: return launch_warmed_rows<T, V, L2Warming::kThreadLines>(p, a, stream);
+      case 57: return launch_warmed_rows<T, V, L2Warming::kBulkRow>(p, a, stream);
+      case 58: return launch_warmed_rows<T, V, L2Warming::kBulkRowEvictFirst>(p, a, stream);
+      default: return launch_warmed_rows<T, V, L2Warming::kFirstWaveEvictFirst>(p, a, stream);  // 59
+    }
   }
   if (variant == 27) {  // fp32 only: 16-bit types spill at 32 registers
     if constexpr (sizeof(T) == 4) return launch_lean_mapping<T, V, 3, true>(p, a, stream);
