@@ -251,35 +251,6 @@ __device__ __forceinline__ void wait_for_prior_grids() {
 #endif
 }
 
-// Asks L2 for the line holding p (no value returned, nothing waited for). Safe before
-// wait_for_prior_grids: every SM's writes land in L2, so a line fetched early is
-// updated by the kernel before's writes like any other.
-__device__ __forceinline__ void prefetch_to_l2(const void* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-#endif
-}
-
-// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine,
-// under the cache policy given (0: none).
-__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes, uint64_t policy = 0) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (policy) {
-    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(policy)
-                 : "memory");
-  } else {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-  }
-#endif
-}
-
-// The number of SMs (%nsmid: an upper bound on %smid + 1).
-__device__ __forceinline__ unsigned sm_count() {
-  unsigned n;
-  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
-  return n;
-}
-
 __device__ __forceinline__ void allow_dependent_launch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -646,14 +646,6 @@ __device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
   return 0;
 }
 
-// What a programmatic dependent asks L2 for before it waits on the kernel before it
-// (fetches that overlap that kernel's drain): nothing, each thread's vectors, or the
-// block's row by one bulk prefetch.
-// kBulkRowEvictFirst: the bulk prefetch marked evict-first (its lines then go before the
-// dirty lines of a write flush); kFirstWaveEvictFirst: the same, only in blocks of the
-// first wave (the later ones never wait).
-enum class L2Warming { kNone, kThreadLines, kBulkRow, kBulkRowEvictFirst, kFirstWaveEvictFirst };
-
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
 // instead of one whole block. kShifted: rows may start mid-vector. kExactRows: every row
 // holds exactly U vectors per logical thread (fp32 rows of 8192), so no load needs a
@@ -663,7 +655,7 @@ enum class L2Warming { kNone, kThreadLines, kBulkRow, kBulkRowEvictFirst, kFirst
 // row-per-block plan keeps the reference's 512 threads.
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
           bool kPackedMul = false, bool kExactRows = false, int kBlock = kLeanBlock,
-          int kMinBlocks = kLeanBlocksPerSm, L2Warming kWarm = L2Warming::kNone>
+          int kMinBlocks = kLeanBlocksPerSm>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<scalar_t> a) {
   static_assert(kWarpRows || kBlock == kLeanBlock, "a row per block needs the reference's block");
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
@@ -680,19 +672,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);
   const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
   W buf[U];
-  if constexpr (kPdl) {
-    if constexpr (kWarm == L2Warming::kThreadLines) {
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (kExactRows || t + u * kStep < geo.nvec) prefetch_to_l2(row + t + u * kStep);
-    } else if constexpr (kWarm == L2Warming::kBulkRow) {
-      if (tid == 0) bulk_prefetch_to_l2(row, static_cast<uint32_t>(geo.nvec) * sizeof(W));
-    } else if constexpr (kWarm != L2Warming::kNone) {
-      const bool first_wave = kWarm == L2Warming::kBulkRowEvictFirst || blockIdx.x < kMinBlocks * sm_count();
-      if (tid == 0 && first_wave) bulk_prefetch_to_l2(row, static_cast<uint32_t>(geo.nvec) * sizeof(W), policy);
-    }
-    wait_for_prior_grids();
-  }
+  if constexpr (kPdl) wait_for_prior_grids();
   lean_load<U, kStep, kLoad, kExactRows>(buf, row, t, geo.nvec, policy);
   if constexpr (kPdl) allow_dependent_launch();
 
@@ -929,12 +909,12 @@ cudaError_t with_lean_flags(const LeanArgs<scalar_t>& a, Launch&& launch) {
 
 // One block per row, or (kWarpRows) one warp per row in kBlock-thread blocks.
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kExactRows = false,
-          int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm, L2Warming kWarm = L2Warming::kNone>
+          int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
   const auto grid = static_cast<unsigned>(kWarpRows ? ceil_div(a.rows, kBlock / kWarp) : a.rows);
   return with_lean_flags<scalar_t, V, kExactRows>(a, [&](auto packed, auto shifted) {
     return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, decltype(shifted)::value,
-                                                decltype(packed)::value, kExactRows, kBlock, kMinBlocks, kWarm>,
+                                                decltype(packed)::value, kExactRows, kBlock, kMinBlocks>,
                                dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
   });
 }

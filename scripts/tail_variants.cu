@@ -89,16 +89,11 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
 // in the same order as the library's choice. kExactRows: rows of exactly U vectors per thread
 // (no bounds checks, no loop; what the library launches for fp32 rows of 8192).
 template <typename T, int V, int U, bool kWarpRows, bool kExactRows = false, int kBlock = kLeanBlock,
-          int kMinBlocks = kLeanBlocksPerSm, L2Warming kWarm = L2Warming::kNone>
+          int kMinBlocks = kLeanBlocksPerSm>
 int launch_lean_mapping(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   if (p.split_y == kWarpRows) return -1;
   const LeanArgs<T> a = lean_args(g);
-  return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks, kWarm>(a, stream);
-}
-
-template <typename T, int V, L2Warming kWarm>
-int launch_warmed_rows(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  return launch_lean_mapping<T, V, kLeanRowU<V>, false, true, kLeanBlock, kLeanBlocksPerSm, kWarm>(p, g, stream);
+  return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks>(a, stream);
 }
 
 // The loop-free block-row kernel (fp32 and 16-bit rows of exactly one chunk) with its
@@ -156,15 +151,11 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
     return launch_lean_mapping<T, V, kLeanRowU<V>, false, true>(p, a, stream);
   }
-  if (variant >= 56 && variant <= 59) {  // variant 25 asking L2 for its row before it waits
-    if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
-    switch (variant) {
-      case 56: return launch_warmed_rows<T, V, L2Warming::kThreadLines>(p, a, stream);
-      case 57: return launch_warmed_rows<T, V, L2Warming::kBulkRow>(p, a, stream);
-      case 58: return launch_warmed_rows<T, V, L2Warming::kBulkRowEvictFirst>(p, a, stream);
-      default: return launch_warmed_rows<T, V, L2Warming::kFirstWaveEvictFirst>(p, a, stream);  // 59
-    }
-  }
+  // Block-per-row rows (looped) with U = 4, 4 or 8 vectors in flight per thread, registers
+  // for 3, 2 or 2 blocks per SM: 16-bit rows of 65536, where the library keeps kLeanRowU.
+  if (variant == 60) return launch_lean_mapping<T, V, 4, false, false, kLeanBlock, 3>(p, a, stream);
+  if (variant == 61) return launch_lean_mapping<T, V, 4, false, false, kLeanBlock, 2>(p, a, stream);
+  if (variant == 62) return launch_lean_mapping<T, V, 8, false, false, kLeanBlock, 2>(p, a, stream);
   if (variant == 27) {  // fp32 only: 16-bit types spill at 32 registers
     if constexpr (sizeof(T) == 4) return launch_lean_mapping<T, V, 3, true>(p, a, stream);
     return -1;

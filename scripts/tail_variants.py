@@ -40,8 +40,7 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             46: "block_rows_u1", 47: "block_rows_u2",
             48: "attr_without_wait", 49: "wait_without_attr", 50: "split_lanes_u32", 51: "split_lanes_u16",
             52: "split_lanes_u64", 53: "split_lanes_u48", 54: "split_lanes_u64_b6",
-            55: "split_lanes_u48_b8", 56: "exact_rows_warm_lines", 57: "exact_rows_warm_bulk",
-            58: "exact_rows_warm_bulk_ef", 59: "exact_rows_warm_wave1_ef"}
+            55: "split_lanes_u48_b8", 60: "block_rows_u4_b3", 61: "block_rows_u4_b2", 62: "block_rows_u8_b2"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -73,7 +72,7 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
          ((384, 8000), "float32"), ((576, 6000), "float32"), ((576, 8000), "float32"), ((600, 5000), "float32"),
          ((64, 8000), "float32"), ((192, 7000), "float32"), ((200, 4600), "float32"), ((320, 6000), "float32"),
          ((320, 8000), "float32"), ((448, 8000), "float32"), ((480, 5500), "float32"), ((620, 8000), "float32"),
-         ((620, 6000), "float32"), ((700, 4100), "float32")]
+         ((620, 6000), "float32"), ((700, 4100), "float32"), ((1024, 65536), "float16")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
