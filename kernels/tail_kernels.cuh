@@ -997,14 +997,17 @@ bool staged_warp_rows_pay(int rows, int cols) {
 // Of the staged kernel's rows, those that start on a vector boundary, 128 rows or more, and
 // longer than one round of 32 loads per thread (4096 columns) take split_lane_rows_kernel,
 // with as many loads in flight per thread as split_lane_loads says (0: the staged kernel).
-// Measured back to back at 44 shapes (results/kernel_notes.md, sessions 10 and 11); us,
+// Measured back to back at 44 shapes (results/kernel_notes.md, sessions 10 and 11; where
+// the staged kernel wins back to back, 48 loads were 0.2-0.5 us faster under KernelBench's
+// timing, run46); us,
 // staged / 32 / 48 / 64 loads:
 //   * up to 256 rows, the whole row in one round: 48 loads up to a 48-value share per
 //     thread, 64 beyond (128 x 6000 2.63 / 2.88 / 2.34 / 2.45, 256 x 8000
 //     3.91 / 3.93 / 4.16 / 3.75);
 //   * 257-576 rows, two rounds of 32 where the share passes 48 values (384 x 8000
-//     4.72 / 4.51 / 4.88 / 5.13, 576 x 8000 6.21 / 5.62 / 7.57 / 6.22), else the staged kernel
-//     (480 x 5500 4.32 / 4.51 / 4.73 / 4.72, 512 x 5000 4.15 / 4.61 / 4.66 / 4.57);
+//     4.72 / 4.51 / 4.88 / 5.13, 576 x 8000 6.21 / 5.62 / 7.57 / 6.22), else 48 up to 384 rows
+//     (320 x 6000 3.62 / 3.78 / 3.47 / 3.98) and the staged kernel beyond (480 x 5500
+//     4.32 / 4.51 / 4.73 / 4.72, 512 x 5000 4.15 / 4.61 / 4.66 / 4.57);
 //   * 577-1024 rows, one round: 64 loads above a 40-value share (620 x 8000
 //     6.56 / 7.27 / 7.64 / 6.29, 768 x 6000 6.38 / 7.41 / 6.33 / 6.17); up to it 48 above 768
 //     rows (1024 x 5000 6.90 / 7.37 / 6.48 / 6.70), else the staged kernel (700 x 4100
@@ -1022,7 +1025,7 @@ int split_lane_loads(int rows, int cols) {
   const int share = (cols + kSplitLaneThreads - 1) / kSplitLaneThreads;
   if (share <= 32) return 0;
   if (rows <= 256) return share <= 48 ? 48 : 64;
-  if (rows <= 576) return share > 48 ? 32 : 0;
+  if (rows <= 576) return share > 48 ? 32 : rows <= 384 ? 48 : 0;
   if (share > 40) return 64;
   return rows > 768 ? 48 : 0;
 }
