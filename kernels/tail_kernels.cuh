@@ -999,8 +999,7 @@ bool staged_warp_rows_pay(int rows, int cols) {
 // with as many loads in flight per thread as split_lane_loads says (0: the staged kernel).
 // Measured back to back at 44 shapes (results/kernel_notes.md, sessions 10 and 11; where
 // the staged kernel wins back to back, 48 loads were 0.2-0.5 us faster under KernelBench's
-// timing, run46); us,
-// staged / 32 / 48 / 64 loads:
+// timing, run46); us, staged / 32 / 48 / 64 loads:
 //   * up to 256 rows, the whole row in one round: 48 loads up to a 48-value share per
 //     thread, 64 beyond (128 x 6000 2.63 / 2.88 / 2.34 / 2.45, 256 x 8000
 //     3.91 / 3.93 / 4.16 / 3.75);

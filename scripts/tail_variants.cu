@@ -244,8 +244,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // split_lane_rows_kernel (each lane's four accumulators on four threads) on every fp32
 // warp-per-row plan of aligned rows, with 32, 16, 64 or 48 loads in flight per thread (the
 // library picks among 32, 48 and 64: split_lane_loads), and 54, 55 with 64 and 48 at more
-// blocks per SM (6 and 8; slower, run38). Variants tried and
-// removed (L2 bulk prefetch one wave ahead, two rows per block, 1 or 2 vectors in
+// blocks per SM (6 and 8; slower, run39); 60-62 the looped block-row kernel with 4 vectors in
+// flight per thread at 3 or 2 blocks per SM, or 8 at 2 (16-bit rows of 32768+ columns;
+// run45, run47). Variants tried and removed (L2 bulk prefetch one wave ahead, L2 prefetch of
+// the row before the wait (56-59, runs 41 and 43), two rows per block, 1 or 2 vectors in
 // flight, warp rows with 2-8 vectors in 64-512-thread blocks (again in session 8: 4 or 8 in
 // 512-thread blocks, where the library's 8 in 256-thread blocks won); block rows with 4-8 vectors
 // per thread in 2-3 blocks per SM, staged rows copied by 128-512 threads or in 4-8
