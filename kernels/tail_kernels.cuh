@@ -951,9 +951,15 @@ cudaError_t launch_staged_warp_rows(const LeanArgs<scalar_t>& a, cudaStream_t st
   });
 }
 
+// The launch bounds' 128-thread blocks per SM for U split-lane loads, as measured: 32 at 8
+// (56 registers), 48 at 5 (72, so 7 run), 64 at 4 (89, so 5 run); asking 6 or 8 of the wider
+// two was slower (run39).
+template <int U>
+constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;
+
 // split_lane_rows_kernel with U loads in flight per thread (kMinBlocks: registers for that
 // many 128-thread blocks per SM).
-template <int U, int kMinBlocks, bool kPdl>
+template <int U, bool kPdl, int kMinBlocks = kSplitLaneMinBlocks<U>>
 cudaError_t launch_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
   return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, kPdl>, dim3(static_cast<unsigned>(a.rows)),
                              dim3(kSplitLaneThreads), 0, stream, kPdl, a);
@@ -1012,16 +1018,12 @@ bool staged_warp_rows_pay(int rows, int cols) {
 //     rows (1024 x 5000 6.90 / 7.37 / 6.48 / 6.70), else the staged kernel (700 x 4100
 //     4.45 / 5.18 / 4.73 / 5.22).
 // Why the middle rows differ was not found (every variant keeps all their rows resident).
-// The launch bounds' blocks per SM for U loads, as measured: 32 at 8 (56 registers), 48 at 5
-// (72, so 7 run), 64 at 4 (89, so 5 run); asking 6 or 8 of the wider two was slower (run39).
-template <int U>
-constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;
 constexpr int kSplitLaneMinRows = 128;
 
 template <typename scalar_t, int V>
 int split_lane_loads(int rows, int cols) {
   if (!staged_warp_rows_pay<scalar_t, V>(rows, cols) || cols % V != 0 || rows < kSplitLaneMinRows) return 0;
-  const int share = (cols + kSplitLaneThreads - 1) / kSplitLaneThreads;
+  const int64_t share = ceil_div(cols, kSplitLaneThreads);
   if (share <= 32) return 0;
   if (rows <= 256) return share <= 48 ? 48 : 64;
   if (rows <= 576) return share > 48 ? 32 : rows <= 384 ? 48 : 0;
@@ -1074,9 +1076,9 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
   }
   if constexpr (std::is_same_v<scalar_t, float>) {  // the split, staged and wide kernels: measured in fp32 only
     switch (opt.split_lane_rows ? split_lane_loads<scalar_t, V>(a.rows, a.cols) : 0) {
-      case 32: return launch_split_lane_rows<32, kSplitLaneMinBlocks<32>, kPdl>(a, stream);
-      case 48: return launch_split_lane_rows<48, kSplitLaneMinBlocks<48>, kPdl>(a, stream);
-      case 64: return launch_split_lane_rows<64, kSplitLaneMinBlocks<64>, kPdl>(a, stream);
+      case 32: return launch_split_lane_rows<32, kPdl>(a, stream);
+      case 48: return launch_split_lane_rows<48, kPdl>(a, stream);
+      case 64: return launch_split_lane_rows<64, kPdl>(a, stream);
       default: break;
     }
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))

@@ -99,10 +99,17 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
 // over rows b, b + gridDim.x, ...; the next row's loads are issued before the current
 // row's block sum. kRowsAhead rows of loads in flight per thread (1 or 2). The block
 // sum's shared slots alternate between rows, so one barrier per row suffices.
-template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead>
+// kSharedSums: the column sums in shared memory instead (copied in after the x loads are
+// issued), which frees 32 registers per thread for more blocks per SM or rows in flight;
+// vector v's four sums as two double2 arrays (elements 0-1, then 2-3) so that a warp's
+// 16-byte reads do not conflict. ptxas (CUDA 13.0, sm_90) for those: 512 x 3 with U = 4 takes
+// 40 registers and 1024 x 2 with U = 2 takes 32, each with 16 bytes of spills; 512 x 2 with
+// two rows ahead 64, none. Slower (results/kernel_notes.md, session 11).
+template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     resident_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
                     int64_t row_stride, int rows, int nvec, double scale) {
+  extern __shared__ double2 shared_sums[];  // kSharedSums: nvec sums of elements 0-1, then nvec of 2-3
   __shared__ double warp_sums[2][kThreads / 32];
   const int t = threadIdx.x;
   uint4 buf[kRowsAhead][U];
@@ -119,11 +126,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     if (r + a * int(gridDim.x) < rows) load_row(buf[a], r + a * gridDim.x);
   const double2* c2 = reinterpret_cast<const double2*>(c);
   double2 ca[U], cb[U];
+  if constexpr (kSharedSums) {
+    for (int v = t; v < nvec; v += kThreads)
+      shared_sums[v] = __ldg(c2 + 2 * v), shared_sums[nvec + v] = __ldg(c2 + 2 * v + 1);
+    __syncthreads();
+  } else {
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int v = t + u * kThreads;
-    ca[u] = cb[u] = make_double2(0.0, 0.0);
-    if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
+    for (int u = 0; u < U; ++u) {
+      const int v = t + u * kThreads;
+      ca[u] = cb[u] = make_double2(0.0, 0.0);
+      if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
+    }
   }
   allow_dependent_launch();
   // One row: its products from `cur`, the loads of the row kRowsAhead ahead into `cur`,
@@ -132,11 +145,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     double acc0 = 0.0, acc1 = 0.0;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (t + u * kThreads < nvec) {
-        acc0 = __fma_rn(double(__uint_as_float(cur[u].x)), ca[u].x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(cur[u].y)), ca[u].y, acc1);
-        acc0 = __fma_rn(double(__uint_as_float(cur[u].z)), cb[u].x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(cur[u].w)), cb[u].y, acc1);
+      const int v = t + u * kThreads;
+      if (v < nvec) {
+        const double2 lo = kSharedSums ? shared_sums[v] : ca[u], hi = kSharedSums ? shared_sums[nvec + v] : cb[u];
+        acc0 = __fma_rn(double(__uint_as_float(cur[u].x)), lo.x, acc0);
+        acc1 = __fma_rn(double(__uint_as_float(cur[u].y)), lo.y, acc1);
+        acc0 = __fma_rn(double(__uint_as_float(cur[u].z)), hi.x, acc0);
+        acc1 = __fma_rn(double(__uint_as_float(cur[u].w)), hi.y, acc1);
       }
     }
     const int ahead = r + kRowsAhead * int(gridDim.x);
@@ -152,92 +167,22 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
 }
 
-template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead>
+template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false>
 int launch_resident(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
                     double scale, bool programmatic, int blocks_per_sm, cudaStream_t s) {
   if (nvec > U * kThreads) return -2;
+  const auto kernel = resident_kernel<kThreads, kBlocksPerSm, U, kRowsAhead, kSharedSums>;
+  const int shared_bytes = kSharedSums ? 2 * nvec * static_cast<int>(sizeof(double2)) : 0;
+  if (kSharedSums) {
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes))
+      return static_cast<int>(e);
+  }
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   const long long grid = blocks_per_sm > 0 ? std::min<long long>(rows, (long long)sms * blocks_per_sm) : rows;
-  return static_cast<int>(launch_programmatic(resident_kernel<kThreads, kBlocksPerSm, U, kRowsAhead>,
-                                              dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0, s, programmatic,
-                                              x, c, out, static_cast<int64_t>(row_stride), static_cast<int>(rows),
-                                              nvec, scale));
-}
-
-// The resident kernel with the column sums in shared memory instead of registers, which
-// frees 32 registers per thread for more blocks per SM or more rows in flight. Vector v's
-// four sums are kept as two double2 arrays (elements 0-1 in `lo`, 2-3 in `hi`) so that a
-// warp's 16-byte reads are consecutive (no bank conflicts). The x loads are issued before the
-// column sums are copied in; the same products and block sums as resident_kernel. ptxas
-// (CUDA 13.0, sm_90): 512 x 3 with U = 4 takes 40 registers and 1024 x 2 with U = 2 takes 32,
-// each with 16 bytes of spills; 512 x 2 with two rows ahead 64, none.
-template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    shared_sums_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
-                       int64_t row_stride, int rows, int nvec, double scale) {
-  extern __shared__ double2 sums[];  // lo[nvec], then hi[nvec]
-  __shared__ double warp_sums[2][kThreads / 32];
-  double2* lo = sums;
-  double2* hi = sums + nvec;
-  const int t = threadIdx.x;
-  uint4 buf[kRowsAhead][U];
-  auto load_row = [&](uint4 (&b)[U], int r) {
-    const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (t + u * kThreads < nvec) b[u] = __ldcs(row + t + u * kThreads);
-  };
-  wait_for_prior_grids();  // before any read: x and c may be the previous kernel's output
-  int r = blockIdx.x;
-#pragma unroll
-  for (int a = 0; a < kRowsAhead; ++a)
-    if (r + a * int(gridDim.x) < rows) load_row(buf[a], r + a * gridDim.x);
-  const double2* c2 = reinterpret_cast<const double2*>(c);
-  for (int v = t; v < nvec; v += kThreads) lo[v] = __ldg(c2 + 2 * v), hi[v] = __ldg(c2 + 2 * v + 1);
-  __syncthreads();
-  allow_dependent_launch();
-  auto row_step = [&](uint4 (&cur)[U], int parity) {
-    double acc0 = 0.0, acc1 = 0.0;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int v = t + u * kThreads;
-      if (v < nvec) {
-        const double2 ca = lo[v], cb = hi[v];
-        acc0 = __fma_rn(double(__uint_as_float(cur[u].x)), ca.x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(cur[u].y)), ca.y, acc1);
-        acc0 = __fma_rn(double(__uint_as_float(cur[u].z)), cb.x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(cur[u].w)), cb.y, acc1);
-      }
-    }
-    const int ahead = r + kRowsAhead * int(gridDim.x);
-    if (ahead < rows) load_row(cur, ahead);
-    const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1), warp_sums[parity]);
-    if (t == 0) out[r] = __double2float_rn(__dmul_rn(scale, total));
-    r += gridDim.x;
-  };
-  while (r < rows) {
-    row_step(buf[0], 0);
-    if (r >= rows) break;
-    row_step(buf[kRowsAhead - 1], 1);
-  }
-}
-
-template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead>
-int launch_shared_sums(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
-                       double scale, bool programmatic, cudaStream_t s) {
-  if (nvec > U * kThreads) return -2;
-  const auto kernel = shared_sums_kernel<kThreads, kBlocksPerSm, U, kRowsAhead>;
-  const int bytes = 2 * nvec * static_cast<int>(sizeof(double2));
-  if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes))
-    return static_cast<int>(e);
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const long long grid = std::min<long long>(rows, (long long)sms * kBlocksPerSm);
-  return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), bytes, s,
-                                              programmatic, x, c, out, static_cast<int64_t>(row_stride),
+  return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), shared_bytes,
+                                              s, programmatic, x, c, out, static_cast<int64_t>(row_stride),
                                               static_cast<int>(rows), nvec, scale));
 }
 
@@ -270,9 +215,9 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 22: return launch_resident<512, 2, 4, 1>(x, rows, row_stride, nvec, c, out, scale, p, 0, s);
     case 23: return launch_resident<1024, 1, 2, 1>(x, rows, row_stride, nvec, c, out, scale, p, 1, s);
     case 24: return launch_resident<512, 1, 4, 2>(x, rows, row_stride, nvec, c, out, scale, p, 1, s);
-    case 25: return launch_shared_sums<512, 3, 4, 1>(x, rows, row_stride, nvec, c, out, scale, p, s);
-    case 26: return launch_shared_sums<512, 2, 4, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
-    case 27: return launch_shared_sums<1024, 2, 2, 1>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 25: return launch_resident<512, 3, 4, 1, true>(x, rows, row_stride, nvec, c, out, scale, p, 3, s);
+    case 26: return launch_resident<512, 2, 4, 2, true>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
+    case 27: return launch_resident<1024, 2, 2, 1, true>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
     default: return -1;
   }
 }

@@ -171,12 +171,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y || la.cols % V != 0) return -1;
       switch (variant) {
-        case 50: return launch_split_lane_rows<32, kSplitLaneMinBlocks<32>, true>(la, stream);
-        case 51: return launch_split_lane_rows<16, 12, true>(la, stream);
-        case 52: return launch_split_lane_rows<64, kSplitLaneMinBlocks<64>, true>(la, stream);
-        case 53: return launch_split_lane_rows<48, kSplitLaneMinBlocks<48>, true>(la, stream);
-        case 54: return launch_split_lane_rows<64, 6, true>(la, stream);
-        default: return launch_split_lane_rows<48, 8, true>(la, stream);  // 55
+        case 50: return launch_split_lane_rows<32, true>(la, stream);
+        case 51: return launch_split_lane_rows<16, true, 12>(la, stream);
+        case 52: return launch_split_lane_rows<64, true>(la, stream);
+        case 53: return launch_split_lane_rows<48, true>(la, stream);
+        case 54: return launch_split_lane_rows<64, true, 6>(la, stream);
+        default: return launch_split_lane_rows<48, true, 8>(la, stream);  // 55
       }
     }
     return -1;
