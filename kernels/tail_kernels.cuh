@@ -862,6 +862,7 @@ struct LeanOptions {
   bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
   bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
+  bool deep_block_rows = true;      // 8 vectors per thread on 16-bit block-per-row plans of 32768+ columns
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
   bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1024 long aligned rows: split_lane_rows_kernel
 };
@@ -1044,6 +1045,22 @@ bool lean_rows_hold_five_vectors(int cols) {
   return ceil_div(cols / V, kLeanBlock) == kFiveVectorRowU;
 }
 
+// 16-bit block-per-row rows of at least eight vectors per thread (32768 columns and up)
+// that are not one chunk: with kLeanRowU (two) in flight at four blocks per SM each thread
+// waits on memory four or more times per row; eight in flight at two blocks per SM (64
+// registers, no spills) keep as many bytes in flight per SM in fewer, longer rounds.
+// Measured back to back (results/kernel_notes.md, runs 45 and 47), bf16, us, two / eight:
+// 1024 x 32768 16.79 / 16.62, 1024 x 65536 31.50 / 31.29, 256 x 65536 9.43 / 9.33,
+// 4096 x 65536 119.11 / 118.31, 1024 x 131072 60.86 / 60.82; after a read flush in turn at
+// 1024 x 65536 0.4-0.7 us faster. fp32 gained nothing (1024 x 32768, 65536).
+constexpr int kDeepBlockRowU = 8;
+constexpr int kDeepBlockRowBlocksPerSm = 2;
+
+template <int V>
+bool deep_block_rows_pay(int cols) {
+  return cols / V >= kDeepBlockRowU * kLeanBlock;
+}
+
 // Warp-per-row plans with more rows than the deep kernel takes, of at least 4 vectors per
 // lane: 2 vectors in flight per lane leave each lane waiting on memory two or more times in
 // turn. In fp32, 8 per lane (64 registers, no spills; 256-thread blocks, 4 per SM) were
@@ -1071,6 +1088,11 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
       if (opt.five_vector_rows && lean_rows_hold_five_vectors<V>(a.cols))
         return launch_lean_variant<scalar_t, V, kFiveVectorRowU, kLoad, kPdl, false, false, kLeanBlock,
                                    kFiveVectorRowBlocksPerSm>(a, stream);
+    }
+    if constexpr (sizeof(scalar_t) == 2) {
+      if (opt.deep_block_rows && deep_block_rows_pay<V>(a.cols))
+        return launch_lean_variant<scalar_t, V, kDeepBlockRowU, kLoad, kPdl, false, false, kLeanBlock,
+                                   kDeepBlockRowBlocksPerSm>(a, stream);
     }
     return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false>(a, stream);
   }

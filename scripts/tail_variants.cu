@@ -200,9 +200,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.split_lane_rows = variant != 37;
   opt.wide_warp_rows = variant != 37 && variant != 45;
   opt.five_vector_rows = variant != 39;
+  opt.deep_block_rows = variant != 63;
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: case 26: case 37: case 39: case 45:
+    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63:
       return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
@@ -246,12 +247,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // library picks among 32, 48 and 64: split_lane_loads), and 54, 55 with 64 and 48 at more
 // blocks per SM (6 and 8; slower, run39); 60-62 the looped block-row kernel with 4 vectors in
 // flight per thread at 3 or 2 blocks per SM, or 8 at 2 (16-bit rows of 32768+ columns;
-// run45, run47). Variants tried and removed (L2 bulk prefetch one wave ahead, L2 prefetch of
-// the row before the wait (56-59, runs 41 and 43), two rows per block, 1 or 2 vectors in
-// flight, warp rows with 2-8 vectors in 64-512-thread blocks (again in session 8: 4 or 8 in
-// 512-thread blocks, where the library's 8 in 256-thread blocks won); block rows with 4-8 vectors
-// per thread in 2-3 blocks per SM, staged rows copied by 128-512 threads or in 4-8
-// pipelined groups or bulk chunks) are in results/kernel_notes.md.
+// run45, run47; the library takes 62 there since session 12); 63 the library without its
+// deep block rows (2 vectors in flight there, as before session 12). Variants tried and
+// removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
+// runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
+// in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the
+// library's 8 in 256-thread blocks won); block rows with 4-8 vectors per thread in 2-3 blocks
+// per SM, staged rows copied by 128-512 threads or in 4-8 pipelined groups or bulk chunks)
+// are in results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
 extern "C" int kb14x_tail(int variant, int dtype, const void* y, long long rows, long long cols,

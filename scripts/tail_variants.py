@@ -40,7 +40,8 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             46: "block_rows_u1", 47: "block_rows_u2",
             48: "attr_without_wait", 49: "wait_without_attr", 50: "split_lanes_u32", 51: "split_lanes_u16",
             52: "split_lanes_u64", 53: "split_lanes_u48", 54: "split_lanes_u64_b6",
-            55: "split_lanes_u48_b8", 60: "block_rows_u4_b3", 61: "block_rows_u4_b2", 62: "block_rows_u8_b2"}
+            55: "split_lanes_u48_b8", 60: "block_rows_u4_b3", 61: "block_rows_u4_b2", 62: "block_rows_u8_b2",
+            63: "lean_two_vector_block_rows"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -74,7 +75,9 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
          ((320, 8000), "float32"), ((448, 8000), "float32"), ((480, 5500), "float32"), ((620, 8000), "float32"),
          ((620, 6000), "float32"), ((700, 4100), "float32"), ((1024, 65536), "float16"),
          ((1024, 32768), "bfloat16"), ((256, 65536), "bfloat16"), ((4096, 65536), "bfloat16"),
-         ((1024, 131072), "bfloat16"), ((1024, 32768), "float32")]
+         ((1024, 131072), "bfloat16"), ((1024, 32768), "float32"),
+         ((1024, 16384), "bfloat16"), ((1024, 24576), "bfloat16"), ((1024, 40001), "bfloat16"),
+         ((1024, 32768), "float16"), ((128, 65536), "bfloat16")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
