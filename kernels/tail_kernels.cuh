@@ -862,7 +862,7 @@ struct LeanOptions {
   bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
   bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
-  bool deep_block_rows = true;      // 8 vectors per thread on 16-bit block-per-row plans of 32768+ columns
+  bool deep_block_rows = true;      // 8 vectors in flight per thread on long 16-bit block-per-row plans
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
   bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1024 long aligned rows: split_lane_rows_kernel
 };
@@ -1048,17 +1048,24 @@ bool lean_rows_hold_five_vectors(int cols) {
 // 16-bit block-per-row rows of at least eight vectors per thread (32768 columns and up)
 // that are not one chunk: with kLeanRowU (two) in flight at four blocks per SM each thread
 // waits on memory four or more times per row; eight in flight at two blocks per SM (64
-// registers, no spills) keep as many bytes in flight per SM in fewer, longer rounds.
-// Measured back to back (results/kernel_notes.md, runs 45 and 47), bf16, us, two / eight:
-// 1024 x 32768 16.79 / 16.62, 1024 x 65536 31.50 / 31.29, 256 x 65536 9.43 / 9.33,
-// 4096 x 65536 119.11 / 118.31, 1024 x 131072 60.86 / 60.82; after a read flush in turn at
-// 1024 x 65536 0.4-0.7 us faster. fp32 gained nothing (1024 x 32768, 65536).
+// registers, no spills) keep twice the bytes in flight per SM in a quarter of the rounds.
+// They pay where each thread's last round holds at least six of its eight; a shorter last
+// round lost more than the full rounds won (why was not profiled).
+// Back to back, bf16 and 1024 rows unless named, us, two / eight (results/kernel_notes.md,
+// runs 45-49), by vectors per thread: 16 (65536 columns) 31.00 / 30.80, 128 x 65536
+// 6.80 / 5.67, 4096 x 65536 117.00 / 116.39; 15 (61440) 29.42 / 29.17; 24 (98304)
+// 45.51 / 45.39; 8, 14 and 32 a tie (fp16 too); 9 (36864) 18.60 / 21.13, 10 (40960)
+// 20.30 / 22.17, 12 (49152) 23.88 / 24.40, 20 (81920) 38.25 / 38.47. fp32 gained nothing
+// (1024 x 32768, 65536).
 constexpr int kDeepBlockRowU = 8;
 constexpr int kDeepBlockRowBlocksPerSm = 2;
+constexpr int kDeepBlockRowMinLastRound = 6;
 
 template <int V>
 bool deep_block_rows_pay(int cols) {
-  return cols / V >= kDeepBlockRowU * kLeanBlock;
+  const int64_t per_thread = ceil_div(cols / V, kLeanBlock);
+  const int64_t last_round = per_thread % kDeepBlockRowU;
+  return per_thread >= kDeepBlockRowU && (last_round == 0 || last_round >= kDeepBlockRowMinLastRound);
 }
 
 // Warp-per-row plans with more rows than the deep kernel takes, of at least 4 vectors per

@@ -47,10 +47,10 @@ def test_sweep_contiguous_and_misaligned(dtype):
 # Shapes the lean path takes (one 32 x 16 block per row, rows of whole aligned vectors):
 # row counts around one wave of resident blocks and odd ones (two-row blocks leave one
 # over), row lengths that are one chunk per thread or several, padded row strides; 16-bit
-# rows of eight vectors per thread or more (36872, 65536) keep eight in flight, 36872 with a
-# last round of one vector on some threads.
+# rows of 15-16 vectors per thread (61448, 65536) keep eight in flight, 61448 with one
+# thread's last round longer than the others'.
 LEAN_ROWS = [16, 17, 100, 527, 528, 529, 1024, 2001]
-LEAN_COLS = [8192, 8200, 12288, 16392, 36872, 65536]
+LEAN_COLS = [8192, 8200, 12288, 16392, 61448, 65536]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
@@ -84,13 +84,13 @@ def test_lean_path_shapes(dtype):
 # lane (4097 x 511, and 16-bit rows beyond the deep kernel's).
 # Block-per-row fp32 rows of five vectors per thread load them in one round (300 x 10007,
 # 64 x 10240, 17 x 8196); 16-bit block rows of eight vectors per thread or more keep eight
-# in flight (40 x 65535, 33 x 40001).
+# in flight (40 x 65535, 33 x 57345).
 WARP_AND_SHIFTED = [(16, 128), (17, 129), (100, 1023), (512, 1024), (2049, 1000), (8192, 1024), (300, 4097),
                     (1000, 8191), (529, 8193), (64, 12289), (40, 65535), (8, 8191), (16, 255), (128, 6000),
                     (1024, 4096), (1025, 4096), (16, 7000), (1000, 4095), (4096, 2048), (4097, 2048),
                     (300, 10007), (64, 10240), (17, 8196), (64, 2049), (64, 2048), (5000, 1500), (4100, 1001),
                     (4097, 512), (4097, 511), (1024, 2052), (7, 8188), (512, 8000), (1024, 6144), (600, 4100),
-                    (1024, 5000), (512, 5000), (700, 4100), (900, 4100), (200, 8000), (320, 6000), (33, 40001)]
+                    (1024, 5000), (512, 5000), (700, 4100), (900, 4100), (200, 8000), (320, 6000), (33, 57345)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
