@@ -1055,17 +1055,22 @@ bool lean_rows_hold_five_vectors(int cols) {
 // runs 45-49), by vectors per thread: 16 (65536 columns) 31.00 / 30.80, 128 x 65536
 // 6.80 / 5.67, 4096 x 65536 117.00 / 116.39; 15 (61440) 29.42 / 29.17; 24 (98304)
 // 45.51 / 45.39; 8, 14 and 32 a tie (fp16 too); 9 (36864) 18.60 / 21.13, 10 (40960)
-// 20.30 / 22.17, 12 (49152) 23.88 / 24.40, 20 (81920) 38.25 / 38.47. fp32 gained nothing
-// (1024 x 32768, 65536).
+// 20.30 / 22.17, 12 (49152) 23.88 / 24.40, 20 (81920) 38.25 / 38.47. Where the rows are no
+// more than the SMs, each row's block has an SM to itself under either kernel, and eight in
+// flight won at every length of eight or more vectors per thread (run51: 32 x 36864
+// 3.83 / 3.18, 32 x 81920 6.74 / 4.63, 128 x 36864 4.65 / 4.51, 128 x 49152 5.57 / 4.92);
+// from 200 rows on a short last round lost again (200 x 36864 5.49 / 6.12). fp32 gained
+// nothing (1024 x 32768, 65536).
 constexpr int kDeepBlockRowU = 8;
 constexpr int kDeepBlockRowBlocksPerSm = 2;
 constexpr int kDeepBlockRowMinLastRound = 6;
 
 template <int V>
-bool deep_block_rows_pay(int cols) {
+bool deep_block_rows_pay(int rows, int cols, int sms) {
   const int64_t per_thread = ceil_div(cols / V, kLeanBlock);
   const int64_t last_round = per_thread % kDeepBlockRowU;
-  return per_thread >= kDeepBlockRowU && (last_round == 0 || last_round >= kDeepBlockRowMinLastRound);
+  return per_thread >= kDeepBlockRowU &&
+         (rows <= sms || last_round == 0 || last_round >= kDeepBlockRowMinLastRound);
 }
 
 // Warp-per-row plans with more rows than the deep kernel takes, of at least 4 vectors per
@@ -1086,7 +1091,8 @@ bool wide_warp_rows_pay(int rows, int cols) {
 // Rows of one chunk (8192 columns) take the loop-free kernel: measured faster there in every
 // type (results/kernel_notes.md, sessions 5 and 9).
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
-cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const LeanOptions& opt, cudaStream_t stream) {
+cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const DeviceShape& prop, const LeanOptions& opt,
+                              cudaStream_t stream) {
   constexpr int U = kLeanRowU<V>;
   if (!warp_rows) {
     if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
@@ -1097,7 +1103,7 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
                                    kFiveVectorRowBlocksPerSm>(a, stream);
     }
     if constexpr (sizeof(scalar_t) == 2) {
-      if (opt.deep_block_rows && deep_block_rows_pay<V>(a.cols))
+      if (opt.deep_block_rows && deep_block_rows_pay<V>(a.rows, a.cols, prop.multiprocessors))
         return launch_lean_variant<scalar_t, V, kDeepBlockRowU, kLoad, kPdl, false, false, kLeanBlock,
                                    kDeepBlockRowBlocksPerSm>(a, stream);
     }
@@ -1143,13 +1149,13 @@ cudaError_t launch_lean(const Plan& p, const Args<scalar_t>& g, const DeviceShap
   const LeanArgs<scalar_t> a = lean_args(g);
   const bool warp_rows = !p.split_y;
   if constexpr (kProgrammaticBuild == 1) {
-    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, opt, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, prop, opt, stream);
   } else if constexpr (kProgrammaticBuild == 0) {
-    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, opt, stream);
+    return launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, prop, opt, stream);
   } else {
     return launch_is_programmatic(opt.programmatic_launch, prop)
-               ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, opt, stream)
-               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, opt, stream);
+               ? launch_lean_shape<scalar_t, V, kLoad, true>(a, warp_rows, prop, opt, stream)
+               : launch_lean_shape<scalar_t, V, kLoad, false>(a, warp_rows, prop, opt, stream);
   }
 }
 

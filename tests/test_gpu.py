@@ -48,9 +48,10 @@ def test_sweep_contiguous_and_misaligned(dtype):
 # row counts around one wave of resident blocks and odd ones (two-row blocks leave one
 # over), row lengths that are one chunk per thread or several, padded row strides; 16-bit
 # rows of 15-16 vectors per thread (61448, 65536) keep eight in flight, 61448 with one
-# thread's last round longer than the others'.
+# thread's last round longer than the others', and so do rows of 9-10 (36872) where they
+# are no more than the SMs (a last round of one or two vectors).
 LEAN_ROWS = [16, 17, 100, 527, 528, 529, 1024, 2001]
-LEAN_COLS = [8192, 8200, 12288, 16392, 61448, 65536]
+LEAN_COLS = [8192, 8200, 12288, 16392, 36872, 61448, 65536]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
