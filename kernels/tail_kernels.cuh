@@ -1052,7 +1052,7 @@ bool lean_rows_hold_five_vectors(int cols) {
 // They pay where each thread's last round holds at least six of its eight; a shorter last
 // round lost more than the full rounds won (why was not profiled).
 // Back to back, bf16 and 1024 rows unless named, us, two / eight (results/kernel_notes.md,
-// runs 45-49), by vectors per thread: 16 (65536 columns) 31.00 / 30.80, 128 x 65536
+// runs 45-51), by vectors per thread: 16 (65536 columns) 31.00 / 30.80, 128 x 65536
 // 6.80 / 5.67, 4096 x 65536 117.00 / 116.39; 15 (61440) 29.42 / 29.17; 24 (98304)
 // 45.51 / 45.39; 8, 14 and 32 a tie (fp16 too); 9 (36864) 18.60 / 21.13, 10 (40960)
 // 20.30 / 22.17, 12 (49152) 23.88 / 24.40, 20 (81920) 38.25 / 38.47. Where the rows are no
