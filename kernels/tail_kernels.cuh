@@ -1040,9 +1040,16 @@ int split_lane_loads(int rows, int cols) {
 constexpr int kFiveVectorRowU = 5;
 constexpr int kFiveVectorRowBlocksPerSm = 3;
 
+// The vectors each thread of a block-per-row plan adds, at most (the first threads take one
+// more where the row's vectors do not divide evenly).
+template <int V>
+int64_t block_row_vectors_per_thread(int cols) {
+  return ceil_div(cols / V, kLeanBlock);
+}
+
 template <int V>
 bool lean_rows_hold_five_vectors(int cols) {
-  return ceil_div(cols / V, kLeanBlock) == kFiveVectorRowU;
+  return block_row_vectors_per_thread<V>(cols) == kFiveVectorRowU;
 }
 
 // 16-bit block-per-row rows of at least eight vectors per thread (32768 columns and up)
@@ -1067,7 +1074,7 @@ constexpr int kDeepBlockRowMinLastRound = 6;
 
 template <int V>
 bool deep_block_rows_pay(int rows, int cols, int sms) {
-  const int64_t per_thread = ceil_div(cols / V, kLeanBlock);
+  const int64_t per_thread = block_row_vectors_per_thread<V>(cols);
   const int64_t last_round = per_thread % kDeepBlockRowU;
   return per_thread >= kDeepBlockRowU &&
          (rows <= sms || last_round == 0 || last_round >= kDeepBlockRowMinLastRound);

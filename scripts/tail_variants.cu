@@ -152,10 +152,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     return launch_lean_mapping<T, V, kLeanRowU<V>, false, true>(p, a, stream);
   }
   // Block-per-row rows (looped) with U = 4, 4 or 8 vectors in flight per thread, registers
-  // for 3, 2 or 2 blocks per SM: 16-bit rows of 65536, where the library keeps kLeanRowU.
+  // for 3, 2 or 2 blocks per SM, on every block-row plan; 62 is the library's deep block-row
+  // kernel, which it takes only on long 16-bit rows (deep_block_rows_pay).
   if (variant == 60) return launch_lean_mapping<T, V, 4, false, false, kLeanBlock, 3>(p, a, stream);
   if (variant == 61) return launch_lean_mapping<T, V, 4, false, false, kLeanBlock, 2>(p, a, stream);
-  if (variant == 62) return launch_lean_mapping<T, V, 8, false, false, kLeanBlock, 2>(p, a, stream);
+  if (variant == 62)
+    return launch_lean_mapping<T, V, kDeepBlockRowU, false, false, kLeanBlock, kDeepBlockRowBlocksPerSm>(p, a, stream);
   if (variant == 27) {  // fp32 only: 16-bit types spill at 32 registers
     if constexpr (sizeof(T) == 4) return launch_lean_mapping<T, V, 3, true>(p, a, stream);
     return -1;
