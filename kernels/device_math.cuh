@@ -202,6 +202,54 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
 #endif
 }
 
+// Waits until `bar` completes its phase of parity `parity` (a ring's stage, reused).
+__device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint32_t address = shared_address(bar);
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(address), "r"(parity)
+                 : "memory");
+  }
+#endif
+}
+
+// Orders this thread's earlier shared-memory accesses before later bulk copies into it.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine,
+// under `policy` (0: none), without waiting or writing anything (sm_90 and newer).
+__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes, uint64_t policy = 0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (policy) {
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(policy)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+  }
+#endif
+}
+
+// The number of SMs (%nsmid: an upper bound on %smid + 1).
+__device__ __forceinline__ unsigned sm_count() {
+  unsigned n;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+  return n;
+}
+
+// The GPU's global nanosecond timer (%globaltimer).
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // A warp's copy of n 16-byte vectors from global to shared memory. kBulk, on sm_90 and
 // newer: the copy engine moves them all (one bulk copy, issued by lane 0, completing on
 // the mbarrier `landed`), so no lane issues a copy per vector. Otherwise each lane copies

@@ -468,6 +468,7 @@ struct LeanArgs {
   int cols;
   op_t inv;
   op_t scale;
+  uint32_t launch_serial;  // a number of this launch's own (warm_behind_warmed_launch)
 };
 
 // The lean path holds its loads as raw 32-bit words (RawVec, device_math.cuh: no
@@ -646,18 +647,53 @@ __device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
   return 0;
 }
 
+// Warming L2 behind a draining kernel. Back to back, a programmatic dependent's blocks are
+// placed while the kernel before it drains and then wait (griddepcontrol.wait) for its end;
+// the memory bus idles between the two kernels' reads, about 1 us per call at 1024 x 8192
+// fp32. There, each of the first kWarmRowsPerSm * SMs blocks asks L2 for its own row (one
+// bulk prefetch) before it waits: a prefetch is safe before the wait, as every SM's writes
+// land in L2. In a single call the same prefetch fetches a row its loads then ask for again
+// at once (0.6-1.1 us more at 1024 x 8192, tail_variants run54-56), so a block warms only
+// where the kernel before it is another warmed launch whose last block let dependents
+// launch less than kWarmWindowUnits ago: that launch records its serial number and the
+// time (%globaltimer in units of 1024 ns) in warmed_trigger just before its last block's
+// trigger (blocks are placed in order, so the last block triggers last). Read before the
+// wait, the record is a hint only: no result depends on it.
+constexpr int kWarmRowsPerSm = 1;
+constexpr uint32_t kWarmWindowUnits = 16;
+static __device__ uint64_t warmed_trigger;
+
+__device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
+
+template <typename scalar_t>
+__device__ __forceinline__ void warm_behind_warmed_launch(const LeanArgs<scalar_t>& a, int r, const void* row,
+                                                          uint32_t bytes) {
+  if (threadIdx.x != 0 || r >= kWarmRowsPerSm * sm_count()) return;
+  const uint64_t last = *static_cast<volatile uint64_t*>(&warmed_trigger);
+  if (static_cast<uint32_t>(last >> 32) != a.launch_serial && warm_clock() - static_cast<uint32_t>(last) < kWarmWindowUnits)
+    bulk_prefetch_to_l2(row, bytes);
+}
+
+template <typename scalar_t>
+__device__ __forceinline__ void record_warmed_trigger(const LeanArgs<scalar_t>& a, int r) {
+  if (threadIdx.x == 0 && r == a.rows - 1)
+    *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(a.launch_serial) << 32 | warm_clock();
+}
+
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
 // instead of one whole block. kShifted: rows may start mid-vector. kExactRows: every row
 // holds exactly U vectors per logical thread (fp32 rows of 8192), so no load needs a
 // bounds check and there is no loop, as in a kernel compiled for one row length
 // (Triton's); the same additions in the same order, 26 registers instead of 32.
 // kBlock, kMinBlocks: the physical block and the blocks per SM its registers allow; a
-// row-per-block plan keeps the reference's 512 threads.
+// row-per-block plan keeps the reference's 512 threads. kWarm: loop-free block rows warm
+// L2 behind another warmed launch (warm_behind_warmed_launch).
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kShifted,
           bool kPackedMul = false, bool kExactRows = false, int kBlock = kLeanBlock,
-          int kMinBlocks = kLeanBlocksPerSm>
+          int kMinBlocks = kLeanBlocksPerSm, bool kWarm = false>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<scalar_t> a) {
   static_assert(kWarpRows || kBlock == kLeanBlock, "a row per block needs the reference's block");
+  static_assert(!kWarm || (kPdl && kExactRows && !kWarpRows && !kShifted), "warming is for loop-free block rows");
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
   __shared__ float smem[kWarpRows ? 1 : kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
@@ -672,8 +708,10 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);
   const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
   W buf[U];
+  if constexpr (kWarm) warm_behind_warmed_launch(a, r, row, static_cast<uint32_t>(U * kLeanBlock * sizeof(W)));
   if constexpr (kPdl) wait_for_prior_grids();
   lean_load<U, kStep, kLoad, kExactRows>(buf, row, t, geo.nvec, policy);
+  if constexpr (kWarm) record_warmed_trigger(a, r);
   if constexpr (kPdl) allow_dependent_launch();
 
   const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
@@ -865,6 +903,7 @@ struct LeanOptions {
   bool deep_block_rows = true;      // 8 vectors in flight per thread on long 16-bit block-per-row plans
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
   bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1024 long aligned rows: split_lane_rows_kernel
+  bool warm_rows = true;            // fp32 rows of one chunk warm L2 behind another warmed launch
 };
 
 // The lean kernels a build instantiates. The library's CUDA module is built for one GPU
@@ -910,12 +949,12 @@ cudaError_t with_lean_flags(const LeanArgs<scalar_t>& a, Launch&& launch) {
 
 // One block per row, or (kWarpRows) one warp per row in kBlock-thread blocks.
 template <typename scalar_t, int V, int U, LeanLoad kLoad, bool kPdl, bool kWarpRows, bool kExactRows = false,
-          int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm>
+          int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm, bool kWarm = false>
 cudaError_t launch_lean_variant(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
   const auto grid = static_cast<unsigned>(kWarpRows ? ceil_div(a.rows, kBlock / kWarp) : a.rows);
   return with_lean_flags<scalar_t, V, kExactRows>(a, [&](auto packed, auto shifted) {
     return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kLoad, kPdl, kWarpRows, decltype(shifted)::value,
-                                                decltype(packed)::value, kExactRows, kBlock, kMinBlocks>,
+                                                decltype(packed)::value, kExactRows, kBlock, kMinBlocks, kWarm>,
                                dim3(grid), dim3(kBlock), 0, stream, kPdl, a);
   });
 }
@@ -1102,8 +1141,12 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
                               cudaStream_t stream) {
   constexpr int U = kLeanRowU<V>;
   if (!warp_rows) {
-    if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols))
+    if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols)) {
+      if constexpr (sizeof(scalar_t) == 4 && kPdl) {
+        if (opt.warm_rows) return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true, kLeanBlock, kLeanBlocksPerSm, true>(a, stream);
+      }
       return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, stream);
+    }
     if constexpr (sizeof(scalar_t) == 4) {
       if (opt.five_vector_rows && lean_rows_hold_five_vectors<V>(a.cols))
         return launch_lean_variant<scalar_t, V, kFiveVectorRowU, kLoad, kPdl, false, false, kLeanBlock,
@@ -1135,6 +1178,12 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
   return launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true>(a, stream);
 }
 
+// A number for each lean launch of this process (LeanArgs::launch_serial).
+inline uint32_t next_launch_serial() {
+  static std::atomic<uint32_t> serial{0};
+  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 // The lean kernel's arguments for a call the lean path takes (lean_path_applies).
 template <typename scalar_t>
 LeanArgs<scalar_t> lean_args(const Args<scalar_t>& g) {
@@ -1147,6 +1196,7 @@ LeanArgs<scalar_t> lean_args(const Args<scalar_t>& g) {
   a.cols = static_cast<int>(g.cols);
   a.inv = g.inv;
   a.scale = g.scale;
+  a.launch_serial = next_launch_serial();
   return a;
 }
 

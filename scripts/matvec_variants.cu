@@ -186,6 +186,86 @@ int launch_resident(const float* x, long long rows, long long row_stride, int nv
                                               static_cast<int>(rows), nvec, scale));
 }
 
+// The resident kernel's arithmetic (column sums of U = 4 vectors per thread in registers,
+// two fp64 chains, block_sum: the library's bits) with the rows fetched by the bulk-copy
+// engine: kBlocksPerSm persistent 512-thread blocks per SM, block b taking rows b, b + grid,
+// ..., thread 0 keeping a ring of whole rows in flight (192 KB of shared memory per SM), each
+// stage refilled once every thread has read it (the block sum's barrier). Rows of exactly
+// 2048 aligned float4 vectors (8192 columns).
+template <int kBlocksPerSm>
+__global__ void __launch_bounds__(512, kBlocksPerSm)
+    ring_matvec_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
+                       int64_t row_stride, int rows, double scale) {
+  constexpr int kThreads = 512, U = 4, kRowVectors = U * kThreads;
+  constexpr uint32_t kRowBytes = kRowVectors * 16;
+  constexpr int kStages = (192 << 10) / kBlocksPerSm / kRowBytes;
+  extern __shared__ __align__(128) uint4 ring[];
+  __shared__ __align__(8) uint64_t landed[kStages];
+  __shared__ double warp_sums[2][kThreads / 32];
+  const int t = threadIdx.x;
+  const int grid = gridDim.x;
+  if (t == 0) {
+    for (int s = 0; s < kStages; ++s) mbarrier_init(&landed[s], 1);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  wait_for_prior_grids();  // before any read: x and c may be the previous kernel's output
+  const uint64_t policy = evict_first_policy();
+  auto fetch = [&](int i) {
+    const int r = blockIdx.x + i * grid;
+    if (r >= rows) return;
+    uint64_t* bar = &landed[i % kStages];
+    mbarrier_arrive_expecting(bar, kRowBytes);
+    bulk_copy_to_shared(ring + (i % kStages) * kRowVectors, x + int64_t(r) * row_stride, kRowBytes, bar, policy);
+  };
+  if (t == 0)
+    for (int i = 0; i < kStages; ++i) fetch(i);
+  const double2* c2 = reinterpret_cast<const double2*>(c);
+  double2 ca[U], cb[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) ca[u] = __ldg(c2 + 2 * (t + u * kThreads)), cb[u] = __ldg(c2 + 2 * (t + u * kThreads) + 1);
+  allow_dependent_launch();
+  for (int i = 0;; ++i) {
+    const int r = blockIdx.x + i * grid;
+    if (r >= rows) break;
+    const int s = i % kStages;
+    mbarrier_wait_parity(&landed[s], (i / kStages) & 1);
+    const uint4* row = ring + s * kRowVectors;
+    double acc0 = 0.0, acc1 = 0.0;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const uint4 v = row[t + u * kThreads];
+      acc0 = __fma_rn(double(__uint_as_float(v.x)), ca[u].x, acc0);
+      acc1 = __fma_rn(double(__uint_as_float(v.y)), ca[u].y, acc1);
+      acc0 = __fma_rn(double(__uint_as_float(v.z)), cb[u].x, acc0);
+      acc1 = __fma_rn(double(__uint_as_float(v.w)), cb[u].y, acc1);
+    }
+    const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1), warp_sums[i & 1]);
+    if (t == 0) {
+      fence_proxy_async_shared();
+      fetch(i + kStages);
+      out[r] = __double2float_rn(__dmul_rn(scale, total));
+    }
+  }
+}
+
+template <int kBlocksPerSm>
+int launch_ring(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
+                double scale, bool programmatic, cudaStream_t s) {
+  if (nvec != 2048 || row_stride % 4 != 0) return -2;
+  const auto kernel = ring_matvec_kernel<kBlocksPerSm>;
+  const int smem = (192 << 10) / kBlocksPerSm / (2048 * 16) * (2048 * 16);
+  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (attr != cudaSuccess) return static_cast<int>(attr);
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const long long grid = std::min<long long>(rows, (long long)sms * kBlocksPerSm);
+  return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(512), smem, s,
+                                              programmatic, x, c, out, static_cast<int64_t>(row_stride),
+                                              static_cast<int>(rows), scale));
+}
+
 }  // namespace
 
 extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long long row_stride, int nvec,
@@ -218,6 +298,8 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 25: return launch_resident<512, 3, 4, 1, true>(x, rows, row_stride, nvec, c, out, scale, p, 3, s);
     case 26: return launch_resident<512, 2, 4, 2, true>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
     case 27: return launch_resident<1024, 2, 2, 1, true>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
+    case 30: return launch_ring<1>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 31: return launch_ring<2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     default: return -1;
   }
 }

@@ -83,6 +83,178 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
   }
 }
 
+// Asks L2 for the 128-byte line holding p (no register written; a hint).
+__device__ __forceinline__ void prefetch_line_to_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// The library's loop-free block-row kernel (rows of exactly U vectors per thread; the same
+// loads, additions and trees, lanes before warps), where the blocks of the first
+// `warm_rows` rows ask L2 for a row before griddepcontrol.wait: back to back those blocks
+// are placed while the kernel before drains, and their fetches fill the bus's idle time
+// between the two kernels' reads. Session 11 warmed every row (or every first-wave row;
+// slower); this warms about one or two rows per SM, the bytes one or two microseconds of
+// reading move. kBulk: one bulk prefetch of the row by thread 0, else each thread its own
+// lines; kEvictFirst: the bulk prefetch marked evict-first. `ahead`: which row block b
+// warms, b + ahead (0: its own; a row of a later wave is read long after the fetch, so a
+// single call does not fetch it twice).
+template <typename T, int U, bool kPackedMul, bool kBulk, bool kEvictFirst = false>
+__global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm)
+    warmed_exact_rows_kernel(LeanArgs<T> a, int warm_rows, int ahead) {
+  constexpr int V = 16 / sizeof(T);
+  __shared__ float warp_totals[kLeanWarps];
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int r = blockIdx.x;
+  const uint4* row = reinterpret_cast<const uint4*>(a.y + int64_t(r) * a.row_stride);
+  const uint64_t policy = evict_first_policy();
+  if (r < warm_rows && r + ahead < a.rows) {
+    const uint4* warmed = reinterpret_cast<const uint4*>(a.y + int64_t(r + ahead) * a.row_stride);
+    if constexpr (kBulk) {
+      if (tid == 0) bulk_prefetch_to_l2(warmed, U * kLeanBlock * 16, kEvictFirst ? policy : 0);
+    } else {
+      // A warp's 16-byte vectors u cover four lines; one lane in eight asks for each.
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (lane % 8 == 0) prefetch_line_to_l2(warmed + tid + u * kLeanBlock);
+    }
+  }
+  wait_for_prior_grids();
+  uint4 buf[U];
+  lean_load<U, kLeanBlock, kLeanLoad, true>(buf, row, tid, U * kLeanBlock, policy);
+  allow_dependent_launch();
+  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
+  float acc[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = 0.0f;
+#pragma unroll
+  for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
+  const float w = shuffle_tree(lean_leaf(acc), kWarp);
+  if (lane == 0) warp_totals[warp] = w;
+  __syncthreads();
+  if (warp == 0) {
+    const float total = warp_tree(lane < kLeanWarps ? warp_totals[lane] : 0.0f, kLeanWarps);
+    if (lane == 0) a.out[r * a.out_stride] = Arith<T>::store(total, a.scale);
+  }
+}
+
+template <typename T, int U, bool kBulk, bool kEvictFirst>
+int launch_warmed_u(const LeanArgs<T>& a, int warm_rows, int ahead, cudaStream_t stream) {
+  return with_packed_mul(a, [&](auto packed) {
+    return launch_programmatic(warmed_exact_rows_kernel<T, U, decltype(packed)::value, kBulk, kEvictFirst>,
+                               dim3(static_cast<unsigned>(a.rows)), dim3(kLeanBlock), 0, stream, true, a, warm_rows,
+                               ahead);
+  });
+}
+
+// Rows of 512, 1024 or 2048 aligned vectors (fp32 rows of 2048-8192 on a block-row plan).
+template <typename T, bool kBulk, bool kEvictFirst = false>
+int launch_warmed(const Plan& p, const LeanArgs<T>& a, int warm_rows, int ahead, cudaStream_t stream) {
+  constexpr int V = 16 / sizeof(T);
+  if (!p.split_y || !kOrder.lanes_before_warps || a.cols % (V * kLeanBlock) != 0 || a.row_stride % V != 0) return -1;
+  switch (a.cols / (V * kLeanBlock)) {
+    case 1: return launch_warmed_u<T, 1, kBulk, kEvictFirst>(a, warm_rows, ahead, stream);
+    case 2: return launch_warmed_u<T, 2, kBulk, kEvictFirst>(a, warm_rows, ahead, stream);
+    case 4: return launch_warmed_u<T, 4, kBulk, kEvictFirst>(a, warm_rows, ahead, stream);
+    default: return -1;
+  }
+}
+
+// Shared memory a ring block may use, by blocks per SM (of the 227 KB an SM offers).
+template <int kMinBlocks>
+constexpr int kRingBytes = kMinBlocks == 1 ? 192 << 10 : kMinBlocks == 2 ? 96 << 10 : kMinBlocks == 3 ? 64 << 10 : 48 << 10;
+
+// The loop-free block-row kernel's order (thread t adds vectors t, t + 512, ... of its row,
+// then the lanes' tree, then the warps'), but persistent: kMinBlocks blocks per SM, block b
+// takes rows b, b + grid, ..., and thread 0 keeps a ring of kStages whole rows in flight,
+// each fetched by one bulk copy completing on its stage's mbarrier. A stage is refilled
+// right after the barrier at which every thread has read it, so the bytes in flight per SM
+// are bounded by shared memory, not by registers, and never drop between a block's rows.
+// Rows of exactly U * 512 aligned 16-byte vectors, lanes-before-warps order (torch 2.10+).
+template <typename T, int U, int kMinBlocks, bool kPackedMul>
+__global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanArgs<T> a) {
+  constexpr int V = 16 / sizeof(T);
+  constexpr int kRowVectors = U * kLeanBlock;
+  constexpr uint32_t kRowBytes = kRowVectors * 16;
+  constexpr int kStages = kRingBytes<kMinBlocks> / kRowBytes;
+  static_assert(kStages >= 1, "a ring holds at least one row");
+  extern __shared__ __align__(128) uint4 ring[];
+  __shared__ __align__(8) uint64_t landed[kStages];
+  __shared__ float warp_totals[2][kLeanWarps];
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int grid = gridDim.x;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) mbarrier_init(&landed[s], 1);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  wait_for_prior_grids();
+  const uint64_t policy = evict_first_policy();
+  auto fetch = [&](int i) {  // this block's i-th row into stage i % kStages
+    const int r = blockIdx.x + i * grid;
+    if (r >= a.rows) return;
+    uint64_t* bar = &landed[i % kStages];
+    mbarrier_arrive_expecting(bar, kRowBytes);
+    bulk_copy_to_shared(ring + (i % kStages) * kRowVectors, a.y + int64_t(r) * a.row_stride, kRowBytes, bar, policy);
+  };
+  if (tid == 0)
+    for (int i = 0; i < kStages; ++i) fetch(i);
+  allow_dependent_launch();
+  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
+  for (int i = 0;; ++i) {
+    const int r = blockIdx.x + i * grid;
+    if (r >= a.rows) break;
+    const int s = i % kStages;
+    mbarrier_wait_parity(&landed[s], (i / kStages) & 1);
+    float acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = 0.0f;
+    const uint4* row = ring + s * kRowVectors;
+#pragma unroll
+    for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, row[tid + u * kLeanBlock], a.inv, inv_pair);
+    const float w = shuffle_tree(lean_leaf(acc), kWarp);
+    if (lane == 0) warp_totals[i & 1][warp] = w;
+    __syncthreads();  // every thread has read stage s and posted its warp's total
+    if (tid == 0) {
+      fence_proxy_async_shared();
+      fetch(i + kStages);
+    }
+    if (warp == 0) {
+      const float total = warp_tree(lane < kLeanWarps ? warp_totals[i & 1][lane] : 0.0f, kLeanWarps);
+      if (lane == 0) a.out[r * a.out_stride] = Arith<T>::store(total, a.scale);
+    }
+  }
+}
+
+template <typename T, int U, int kMinBlocks>
+int launch_ring_rows_u(const LeanArgs<T>& a, const DeviceShape& prop, cudaStream_t stream) {
+  constexpr int kStages = kRingBytes<kMinBlocks> / (U * kLeanBlock * 16);
+  if constexpr (kStages < 1) {
+    return -1;
+  } else {
+    const int smem = kStages * U * kLeanBlock * 16;
+    const unsigned grid = static_cast<unsigned>(std::min(a.rows, prop.multiprocessors * kMinBlocks));
+    return with_packed_mul(a, [&](auto packed) {
+      const auto kernel = ring_rows_kernel<T, U, kMinBlocks, decltype(packed)::value>;
+      static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      if (attr != cudaSuccess) return attr;
+      return launch_programmatic(kernel, dim3(grid), dim3(kLeanBlock), smem, stream, true, a);
+    });
+  }
+}
+
+template <typename T, int kMinBlocks>
+int launch_ring_rows(const Plan& p, const LeanArgs<T>& a, const DeviceShape& prop, cudaStream_t stream) {
+  constexpr int V = 16 / sizeof(T);
+  if (!p.split_y || !kOrder.lanes_before_warps || a.cols % (V * kLeanBlock) != 0 || a.row_stride % V != 0) return -1;
+  switch (a.cols / (V * kLeanBlock)) {
+    case 1: return launch_ring_rows_u<T, 1, kMinBlocks>(a, prop, stream);
+    case 2: return launch_ring_rows_u<T, 2, kMinBlocks>(a, prop, stream);
+    case 4: return launch_ring_rows_u<T, 4, kMinBlocks>(a, prop, stream);
+    case 8: return launch_ring_rows_u<T, 8, kMinBlocks>(a, prop, stream);
+    default: return -1;
+  }
+}
+
 // The lean kernel with U vectors in flight per logical thread, a block per row or (kWarpRows)
 // a warp per row in kBlock-thread blocks (registers for kMinBlocks blocks per SM), the library's
 // loads, programmatic launch; -1 where the plan maps rows the other way. The same additions
@@ -147,6 +319,34 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     return -1;
   }
   if (!lean_path_applies<T, V>(p, a)) return -1;
+  if (variant >= 68 && variant <= 80) {  // the loop-free block rows, the first rows warming a row in L2
+    const LeanArgs<T> la = lean_args(a);
+    const int sms = prop.multiprocessors;
+    const int wave = sms * kLeanBlocksPerSm;  // the blocks resident at once
+    switch (variant) {
+      case 68: return launch_warmed<T, false>(p, la, sms, 0, stream);
+      case 69: return launch_warmed<T, false>(p, la, 2 * sms, 0, stream);
+      case 70: return launch_warmed<T, false>(p, la, sms / 2, 0, stream);
+      case 71: return launch_warmed<T, true>(p, la, sms, 0, stream);
+      case 73: return launch_warmed<T, true>(p, la, 2 * sms, 0, stream);
+      case 74: return launch_warmed<T, true, true>(p, la, sms, 0, stream);
+      case 75: return launch_warmed<T, true, true>(p, la, 2 * sms, 0, stream);
+      case 78: return launch_warmed<T, true>(p, la, 2 * sms, wave, stream);
+      case 79: return launch_warmed<T, true, true>(p, la, 2 * sms, wave, stream);
+      case 80: return launch_warmed<T, true>(p, la, sms, wave, stream);
+      case 72: return launch_warmed<T, false>(p, la, 0, 0, stream);  // none warmed (the control)
+      default: return -1;
+    }
+  }
+  if (variant >= 64 && variant <= 67) {  // ring rows, 1-4 blocks per SM
+    const LeanArgs<T> la = lean_args(a);
+    switch (variant) {
+      case 64: return launch_ring_rows<T, 1>(p, la, prop, stream);
+      case 65: return launch_ring_rows<T, 2>(p, la, prop, stream);
+      case 66: return launch_ring_rows<T, 3>(p, la, prop, stream);
+      default: return launch_ring_rows<T, 4>(p, la, prop, stream);
+    }
+  }
   if (variant == 25) {
     if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
     return launch_lean_mapping<T, V, kLeanRowU<V>, false, true>(p, a, stream);
@@ -203,9 +403,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.wide_warp_rows = variant != 37 && variant != 45;
   opt.five_vector_rows = variant != 39;
   opt.deep_block_rows = variant != 63;
+  opt.warm_rows = variant != 81;
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63:
+    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63: case 81:
       return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
@@ -250,7 +451,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // blocks per SM (6 and 8; slower, run39); 60-62 the looped block-row kernel with 4 vectors in
 // flight per thread at 3 or 2 blocks per SM, or 8 at 2 (16-bit rows of 32768+ columns;
 // run45, run47; the library takes 62 there since session 12); 63 the library without its
-// deep block rows (2 vectors in flight there, as before session 12). Variants tried and
+// deep block rows (2 vectors in flight there, as before session 12); 64-67 ring_rows_kernel
+// (persistent block rows fed by bulk copies into a ring of whole rows, 1-4 blocks per SM;
+// rows of 512, 1024, 2048 or 4096 vectors); 68-72 warmed_exact_rows_kernel (the loop-free block rows,
+// the first 132, 264 or 66 rows asking L2 for their own row's lines before the wait, 71: 132 rows by
+// one bulk prefetch each, 72: none, the control; 73: 264 rows by bulk prefetch; 74, 75: 132 and 264 rows,
+// bulk, evict-first; 78-80: blocks 0-263 (80: 0-131) warm the row one wave of blocks (528) ahead by bulk
+// prefetch, 79 marked evict-first; run56's 76 and 77, bulk warming of 264 or 132 rows only behind another
+// warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
 // in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the

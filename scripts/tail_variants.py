@@ -41,7 +41,11 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             48: "attr_without_wait", 49: "wait_without_attr", 50: "split_lanes_u32", 51: "split_lanes_u16",
             52: "split_lanes_u64", 53: "split_lanes_u48", 54: "split_lanes_u64_b6",
             55: "split_lanes_u48_b8", 60: "block_rows_u4_b3", 61: "block_rows_u4_b2", 62: "block_rows_u8_b2",
-            63: "lean_two_vector_block_rows"}
+            63: "lean_two_vector_block_rows", 64: "ring_rows_b1", 65: "ring_rows_b2", 66: "ring_rows_b3",
+            67: "ring_rows_b4", 68: "warm_rows_1x", 69: "warm_rows_2x", 70: "warm_rows_half",
+            71: "warm_rows_bulk", 72: "warm_rows_none", 73: "warm_bulk_2x", 74: "warm_bulk_ef_1x",
+            75: "warm_bulk_ef_2x", 78: "warm_ahead_2x", 79: "warm_ahead_ef_2x", 80: "warm_ahead_1x",
+            81: "library_unwarmed"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
