@@ -658,10 +658,20 @@ __device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
 // launch less than kWarmWindowUnits ago: that launch records its serial number and the
 // time (%globaltimer in units of 1024 ns) in warmed_trigger just before its last block's
 // trigger (blocks are placed in order, so the last block triggers last). Read before the
-// wait, the record is a hint only: no result depends on it.
+// wait, the record is a hint only: no result depends on it. Measured (run57, us, without /
+// with): back to back 1024 x 8192 8.70 / 8.08, 4096 x 8192 30.48 / 29.83, 16384 x 8192
+// 117.84 / 117.02; single calls taken in turn at 1024 x 8192 no slower (read flush 12.58 /
+// 12.48, KernelBench's 13.17 / 13.06, do_bench 13.79 / 13.73). 16-bit rows of 8192 gained
+// 0.1-0.25 us back to back and lost up to 0.5 in single calls (run56): not warmed.
+// Only plans of more rows than one wave of blocks warm (warm_rows_pay): there the first
+// blocks' read of the record (a DRAM latency after a flush evicted it) overlaps the later
+// blocks' work; at 128 rows it cost single calls 0.3-0.8 us (run57, read flush 6.14 against
+// 5.54), for 0.1 us back to back.
 constexpr int kWarmRowsPerSm = 1;
 constexpr uint32_t kWarmWindowUnits = 16;
 static __device__ uint64_t warmed_trigger;
+
+inline bool warm_rows_pay(int rows, int sms) { return rows > kLeanBlocksPerSm * sms; }
 
 __device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
 
@@ -1143,7 +1153,9 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
   if (!warp_rows) {
     if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols)) {
       if constexpr (sizeof(scalar_t) == 4 && kPdl) {
-        if (opt.warm_rows) return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true, kLeanBlock, kLeanBlocksPerSm, true>(a, stream);
+        if (opt.warm_rows && warm_rows_pay(a.rows, prop.multiprocessors))
+          return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true, kLeanBlock, kLeanBlocksPerSm, true>(a,
+                                                                                                            stream);
       }
       return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, stream);
     }

@@ -247,17 +247,22 @@ def test_back_to_back_calls_read_what_the_previous_kernel_wrote():
             outs.append(div_sum_scale(y, 2, 1.5))
         for src, out in zip(sources * 2, outs):
             assert torch.equal(out, div_sum_scale_reference(src, 2, 1.5)), shape
-    # fp32 rows of 8192 back to back, nothing between them: their first rows' blocks ask L2
-    # for their row before the wait (warm_behind_warmed_launch).
-    ys = [torch.randn(rows, 8192, device="cuda") for rows in (1024, 264, 1024, 2, 1024, 132)]
+    # fp32 rows of 8192, more than one wave of blocks, back to back: their first blocks ask
+    # L2 for their row before the wait (warm_behind_warmed_launch); fewer rows do not warm.
+    one_wave = 4 * torch.cuda.get_device_properties(0).multi_processor_count
+    ys = [torch.randn(rows, 8192, device="cuda") for rows in (1024, 1024, one_wave + 1, 264, 2048, one_wave)]
     outs = [div_sum_scale(y, 2, 1.5) for y in ys * 2]
     for y, out in zip(ys * 2, outs):
         assert torch.equal(out, div_sum_scale_reference(y, 2, 1.5)), tuple(y.shape)
-    # Warmed after warmed, the second reading the first's output: its lines may be asked for
-    # while the first kernel still writes them.
-    y2 = torch.randn(2 * 8192, 8192, device="cuda")
-    chained = div_sum_scale(div_sum_scale(y2, 2, 1.5).view(2, 8192), 2, 1.5)
-    assert torch.equal(chained, div_sum_scale_reference(div_sum_scale_reference(y2, 2, 1.5).view(2, 8192), 2, 1.5))
+    # A warmed call reading what the kernel just before it writes: that kernel lets its
+    # dependents launch early, so the warmed call's first blocks may ask L2 for their rows
+    # while it still writes them (the record of the warmed call before is recent enough).
+    rows_b = one_wave + 8
+    a_in = torch.randn(rows_b * 8192, 2, device="cuda")
+    div_sum_scale(ys[0], 2, 1.5)
+    chained = div_sum_scale(div_sum_scale(a_in, 2, 1.5).view(rows_b, 8192), 2, 1.5)
+    expected = div_sum_scale_reference(div_sum_scale_reference(a_in, 2, 1.5).view(rows_b, 8192), 2, 1.5)
+    assert torch.equal(chained, expected)
     # Lean after lean: the first call's output, viewed as 16 rows of 8192, feeds the second.
     y1 = torch.randn(16 * 8192, 8192, device="cuda", dtype=torch.bfloat16)
     chained = div_sum_scale(div_sum_scale(y1, 2, 1.5).view(16, 8192), 2, 1.5)
