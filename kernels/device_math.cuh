@@ -202,7 +202,8 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
 #endif
 }
 
-// Waits until `bar` completes its phase of parity `parity` (a ring's stage, reused).
+// Waits until `bar` completes its phase of parity `parity` (a ring's stage, reused; the
+// scripts' ring-of-rows variants, session 13).
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uint32_t address = shared_address(bar);

@@ -680,8 +680,8 @@ __device__ __forceinline__ void warm_behind_warmed_launch(const LeanArgs<scalar_
                                                           uint32_t bytes) {
   if (threadIdx.x != 0 || r >= kWarmRowsPerSm * sm_count()) return;
   const uint64_t last = *static_cast<volatile uint64_t*>(&warmed_trigger);
-  if (static_cast<uint32_t>(last >> 32) != a.launch_serial && warm_clock() - static_cast<uint32_t>(last) < kWarmWindowUnits)
-    bulk_prefetch_to_l2(row, bytes);
+  const bool other_launch = static_cast<uint32_t>(last >> 32) != a.launch_serial;
+  if (other_launch && warm_clock() - static_cast<uint32_t>(last) < kWarmWindowUnits) bulk_prefetch_to_l2(row, bytes);
 }
 
 template <typename scalar_t>

@@ -223,7 +223,10 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
   const double2* c2 = reinterpret_cast<const double2*>(c);
   double2 ca[U], cb[U];
 #pragma unroll
-  for (int u = 0; u < U; ++u) ca[u] = __ldg(c2 + 2 * (t + u * kThreads)), cb[u] = __ldg(c2 + 2 * (t + u * kThreads) + 1);
+  for (int u = 0; u < U; ++u) {
+    const int v = t + u * kThreads;
+    ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
+  }
   allow_dependent_launch();
   for (int i = 0;; ++i) {
     const int r = blockIdx.x + i * grid;

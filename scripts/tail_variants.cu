@@ -161,7 +161,8 @@ int launch_warmed(const Plan& p, const LeanArgs<T>& a, int warm_rows, int ahead,
 
 // Shared memory a ring block may use, by blocks per SM (of the 227 KB an SM offers).
 template <int kMinBlocks>
-constexpr int kRingBytes = kMinBlocks == 1 ? 192 << 10 : kMinBlocks == 2 ? 96 << 10 : kMinBlocks == 3 ? 64 << 10 : 48 << 10;
+constexpr int kRingBytes = kMinBlocks == 1 ? 192 << 10 : kMinBlocks == 2 ? 96 << 10 : kMinBlocks == 3 ? 64 << 10
+                                                                                 : 48 << 10;
 
 // The loop-free block-row kernel's order (thread t adds vectors t, t + 512, ... of its row,
 // then the lanes' tree, then the warps'), but persistent: kMinBlocks blocks per SM, block b
