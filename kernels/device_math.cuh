@@ -188,23 +188,9 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 #endif
 }
 
-// Waits until `bar` completes its first phase.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uint32_t address = shared_address(bar);
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done)
-                 : "r"(address)
-                 : "memory");
-  }
-#endif
-}
-
-// Waits until `bar` completes its phase of parity `parity` (a ring's stage, reused; the
-// scripts' ring-of-rows variants, session 13).
-__device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+// Waits until `bar` completes its phase of parity `parity` (0: its first phase; a ring's
+// stage, reused, alternates).
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uint32_t address = shared_address(bar);
   uint32_t done = 0;
@@ -215,6 +201,16 @@ __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t par
                  : "memory");
   }
 #endif
+}
+
+// Thread 0 sets up n mbarriers of one arrival each for the copy engine; the whole block
+// then waits for them (a barrier: every thread must reach it).
+__device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < n; ++i) mbarrier_init(&bars[i], 1);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
 }
 
 // Orders this thread's earlier shared-memory accesses before later bulk copies into it.

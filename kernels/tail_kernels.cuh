@@ -468,7 +468,7 @@ struct LeanArgs {
   int cols;
   op_t inv;
   op_t scale;
-  uint32_t launch_serial;  // a number of this launch's own (warm_behind_warmed_launch)
+  uint32_t launch_serial;  // a warmed launch's own number (warm_behind_warmed_launch)
 };
 
 // The lean path holds its loads as raw 32-bit words (RawVec, device_math.cuh: no
@@ -1144,6 +1144,12 @@ bool wide_warp_rows_pay(int rows, int cols) {
   return rows > kDeepWarpRowMaxRows && warp_rows_hold_four_vectors<V>(cols);
 }
 
+// A number for each warmed launch of this process (LeanArgs::launch_serial).
+inline uint32_t next_launch_serial() {
+  static std::atomic<uint32_t> serial{0};
+  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 // Rows of one chunk (8192 columns) take the loop-free kernel: measured faster there in every
 // type (results/kernel_notes.md, sessions 5 and 9).
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
@@ -1153,9 +1159,12 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
   if (!warp_rows) {
     if (opt.exact_rows && lean_rows_are_one_chunk<V>(a.cols)) {
       if constexpr (sizeof(scalar_t) == 4 && kPdl) {
-        if (opt.warm_rows && warm_rows_pay(a.rows, prop.multiprocessors))
-          return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true, kLeanBlock, kLeanBlocksPerSm, true>(a,
-                                                                                                            stream);
+        if (opt.warm_rows && warm_rows_pay(a.rows, prop.multiprocessors)) {
+          LeanArgs<scalar_t> warmed = a;
+          warmed.launch_serial = next_launch_serial();
+          return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true, kLeanBlock, kLeanBlocksPerSm, true>(
+              warmed, stream);
+        }
       }
       return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false, true>(a, stream);
     }
@@ -1190,12 +1199,6 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
   return launch_lean_variant<scalar_t, V, kLeanWarpRowU, kLoad, kPdl, true>(a, stream);
 }
 
-// A number for each lean launch of this process (LeanArgs::launch_serial).
-inline uint32_t next_launch_serial() {
-  static std::atomic<uint32_t> serial{0};
-  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
 // The lean kernel's arguments for a call the lean path takes (lean_path_applies).
 template <typename scalar_t>
 LeanArgs<scalar_t> lean_args(const Args<scalar_t>& g) {
@@ -1208,7 +1211,7 @@ LeanArgs<scalar_t> lean_args(const Args<scalar_t>& g) {
   a.cols = static_cast<int>(g.cols);
   a.inv = g.inv;
   a.scale = g.scale;
-  a.launch_serial = next_launch_serial();
+  a.launch_serial = 0;  // set where the launch warms (launch_lean_shape)
   return a;
 }
 

@@ -192,23 +192,24 @@ int launch_resident(const float* x, long long rows, long long row_stride, int nv
 // ..., thread 0 keeping a ring of whole rows in flight (192 KB of shared memory per SM), each
 // stage refilled once every thread has read it (the block sum's barrier). Rows of exactly
 // 2048 aligned float4 vectors (8192 columns).
+constexpr int kRingRowVectors = 2048;
+constexpr uint32_t kRingRowBytes = kRingRowVectors * 16;
+template <int kBlocksPerSm>
+constexpr int kRingStages = (192 << 10) / kBlocksPerSm / kRingRowBytes;
+
 template <int kBlocksPerSm>
 __global__ void __launch_bounds__(512, kBlocksPerSm)
     ring_matvec_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
                        int64_t row_stride, int rows, double scale) {
-  constexpr int kThreads = 512, U = 4, kRowVectors = U * kThreads;
-  constexpr uint32_t kRowBytes = kRowVectors * 16;
-  constexpr int kStages = (192 << 10) / kBlocksPerSm / kRowBytes;
+  constexpr int kThreads = 512, U = kRingRowVectors / kThreads, kRowVectors = kRingRowVectors;
+  constexpr uint32_t kRowBytes = kRingRowBytes;
+  constexpr int kStages = kRingStages<kBlocksPerSm>;
   extern __shared__ __align__(128) uint4 ring[];
   __shared__ __align__(8) uint64_t landed[kStages];
   __shared__ double warp_sums[2][kThreads / 32];
   const int t = threadIdx.x;
   const int grid = gridDim.x;
-  if (t == 0) {
-    for (int s = 0; s < kStages; ++s) mbarrier_init(&landed[s], 1);
-    fence_mbarrier_init();
-  }
-  __syncthreads();
+  init_block_mbarriers(landed, kStages);
   wait_for_prior_grids();  // before any read: x and c may be the previous kernel's output
   const uint64_t policy = evict_first_policy();
   auto fetch = [&](int i) {
@@ -232,7 +233,7 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
     const int r = blockIdx.x + i * grid;
     if (r >= rows) break;
     const int s = i % kStages;
-    mbarrier_wait_parity(&landed[s], (i / kStages) & 1);
+    mbarrier_wait(&landed[s], (i / kStages) & 1);
     const uint4* row = ring + s * kRowVectors;
     double acc0 = 0.0, acc1 = 0.0;
 #pragma unroll
@@ -255,9 +256,9 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
 template <int kBlocksPerSm>
 int launch_ring(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
                 double scale, bool programmatic, cudaStream_t s) {
-  if (nvec != 2048 || row_stride % 4 != 0) return -2;
+  if (nvec != kRingRowVectors || row_stride % 4 != 0) return -2;
   const auto kernel = ring_matvec_kernel<kBlocksPerSm>;
-  const int smem = (192 << 10) / kBlocksPerSm / (2048 * 16) * (2048 * 16);
+  const int smem = kRingStages<kBlocksPerSm> * kRingRowBytes;
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return static_cast<int>(attr);
   int device = 0, sms = 0;

@@ -49,11 +49,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
   constexpr uint32_t kChunkBytes = kLeanBlock * sizeof(uint4);
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const int r = blockIdx.x;
-  if (tid == 0) {
-    for (int c = 0; c < kChunks; ++c) mbarrier_init(&arrived[c], 1);
-    fence_mbarrier_init();
-  }
-  __syncthreads();
+  init_block_mbarriers(arrived, kChunks);
   wait_for_prior_grids();
   if (tid == 0) {
     const uint64_t policy = evict_first_policy();
@@ -146,17 +142,25 @@ int launch_warmed_u(const LeanArgs<T>& a, int warm_rows, int ahead, cudaStream_t
   });
 }
 
+// Calls launch(std::integral_constant<int, U>{}) for block-row plans whose rows are exactly
+// U aligned 16-byte vectors per thread, U one of kUs (lanes-before-warps order, torch 2.10+);
+// -1 for any other plan.
+template <typename T, int... kUs, typename Launch>
+int with_exact_row_vectors(const Plan& p, const LeanArgs<T>& a, Launch&& launch) {
+  constexpr int V = 16 / sizeof(T);
+  if (!p.split_y || !kOrder.lanes_before_warps || a.cols % (V * kLeanBlock) != 0 || a.row_stride % V != 0) return -1;
+  const int u = a.cols / (V * kLeanBlock);
+  int result = -1;
+  ((u == kUs ? (result = launch(std::integral_constant<int, kUs>{}), true) : false) || ...);
+  return result;
+}
+
 // Rows of 512, 1024 or 2048 aligned vectors (fp32 rows of 2048-8192 on a block-row plan).
 template <typename T, bool kBulk, bool kEvictFirst = false>
 int launch_warmed(const Plan& p, const LeanArgs<T>& a, int warm_rows, int ahead, cudaStream_t stream) {
-  constexpr int V = 16 / sizeof(T);
-  if (!p.split_y || !kOrder.lanes_before_warps || a.cols % (V * kLeanBlock) != 0 || a.row_stride % V != 0) return -1;
-  switch (a.cols / (V * kLeanBlock)) {
-    case 1: return launch_warmed_u<T, 1, kBulk, kEvictFirst>(a, warm_rows, ahead, stream);
-    case 2: return launch_warmed_u<T, 2, kBulk, kEvictFirst>(a, warm_rows, ahead, stream);
-    case 4: return launch_warmed_u<T, 4, kBulk, kEvictFirst>(a, warm_rows, ahead, stream);
-    default: return -1;
-  }
+  return with_exact_row_vectors<T, 1, 2, 4>(p, a, [&](auto u) {
+    return launch_warmed_u<T, decltype(u)::value, kBulk, kEvictFirst>(a, warm_rows, ahead, stream);
+  });
 }
 
 // Shared memory a ring block may use, by blocks per SM (of the 227 KB an SM offers).
@@ -183,11 +187,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanA
   __shared__ float warp_totals[2][kLeanWarps];
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const int grid = gridDim.x;
-  if (tid == 0) {
-    for (int s = 0; s < kStages; ++s) mbarrier_init(&landed[s], 1);
-    fence_mbarrier_init();
-  }
-  __syncthreads();
+  init_block_mbarriers(landed, kStages);
   wait_for_prior_grids();
   const uint64_t policy = evict_first_policy();
   auto fetch = [&](int i) {  // this block's i-th row into stage i % kStages
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanA
     const int r = blockIdx.x + i * grid;
     if (r >= a.rows) break;
     const int s = i % kStages;
-    mbarrier_wait_parity(&landed[s], (i / kStages) & 1);
+    mbarrier_wait(&landed[s], (i / kStages) & 1);
     float acc[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0.0f;
@@ -245,15 +245,9 @@ int launch_ring_rows_u(const LeanArgs<T>& a, const DeviceShape& prop, cudaStream
 
 template <typename T, int kMinBlocks>
 int launch_ring_rows(const Plan& p, const LeanArgs<T>& a, const DeviceShape& prop, cudaStream_t stream) {
-  constexpr int V = 16 / sizeof(T);
-  if (!p.split_y || !kOrder.lanes_before_warps || a.cols % (V * kLeanBlock) != 0 || a.row_stride % V != 0) return -1;
-  switch (a.cols / (V * kLeanBlock)) {
-    case 1: return launch_ring_rows_u<T, 1, kMinBlocks>(a, prop, stream);
-    case 2: return launch_ring_rows_u<T, 2, kMinBlocks>(a, prop, stream);
-    case 4: return launch_ring_rows_u<T, 4, kMinBlocks>(a, prop, stream);
-    case 8: return launch_ring_rows_u<T, 8, kMinBlocks>(a, prop, stream);
-    default: return -1;
-  }
+  return with_exact_row_vectors<T, 1, 2, 4, 8>(p, a, [&](auto u) {
+    return launch_ring_rows_u<T, decltype(u)::value, kMinBlocks>(a, prop, stream);
+  });
 }
 
 // The lean kernel with U vectors in flight per logical thread, a block per row or (kWarpRows)
