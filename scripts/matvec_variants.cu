@@ -270,6 +270,100 @@ int launch_ring(const float* x, long long rows, long long row_stride, int nvec, 
                                               static_cast<int>(rows), scale));
 }
 
+// The resident kernel's arithmetic (U = 4 vectors per thread, column sums in registers,
+// two fp64 chains, block_sum: the library's bits) with each row staged in shared memory by
+// every thread's own cp.async copies of exactly the vectors it later reads: kStages rows in
+// flight per block (32 KB each) without registers, so that the bytes in flight per SM are
+// no longer held to the 64 KB that registers allowed the resident kernel. A thread reads
+// only its own slots, so a stage needs no barrier before reuse; its copies of the next row
+// into a stage are issued after the values read from it were used. kWarm: block b < SMs
+// asks L2 for its first row (a bulk prefetch) before the wait, with no gate: what warming
+// could give back to back.
+__device__ __forceinline__ void commit_copies() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void wait_for_copies_but() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+template <int kStages, int kBlocksPerSm, bool kWarm>
+__global__ void __launch_bounds__(512, kBlocksPerSm)
+    staged_matvec_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
+                         int64_t row_stride, int rows, int nvec, double scale) {
+  constexpr int kThreads = 512, U = 4;
+  extern __shared__ __align__(16) uint4 stages[];  // [kStages][U][kThreads]
+  __shared__ double warp_sums[2][kThreads / 32];
+  const int t = threadIdx.x;
+  const int grid = gridDim.x;
+  if constexpr (kWarm) {
+    if (t == 0 && blockIdx.x < sm_count())
+      bulk_prefetch_to_l2(x + int64_t(blockIdx.x) * row_stride, static_cast<uint32_t>(nvec) * 16u);
+  }
+  const uint64_t policy = evict_first_policy();
+  // Row blockIdx.x + i * grid into stage i % kStages; a group per row, empty past the end.
+  auto fetch = [&](int i) {
+    const int r = blockIdx.x + i * grid;
+    if (r < rows) {
+      const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(r) * row_stride);
+      uint4* stage = stages + (i % kStages) * U * kThreads;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (t + u * kThreads < nvec) copy_to_shared_async(stage + u * kThreads + t, row + t + u * kThreads, policy);
+    }
+    commit_copies();
+  };
+  wait_for_prior_grids();  // before any read: x and c may be the previous kernel's output
+#pragma unroll
+  for (int i = 0; i < kStages; ++i) fetch(i);
+  const double2* c2 = reinterpret_cast<const double2*>(c);
+  double2 ca[U], cb[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int v = t + u * kThreads;
+    ca[u] = cb[u] = make_double2(0.0, 0.0);
+    if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
+  }
+  allow_dependent_launch();
+  for (int i = 0;; ++i) {
+    const int r = blockIdx.x + i * grid;
+    if (r >= rows) break;
+    wait_for_copies_but<kStages - 1>();
+    const uint4* stage = stages + (i % kStages) * U * kThreads;
+    double acc0 = 0.0, acc1 = 0.0;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (t + u * kThreads < nvec) {
+        const uint4 v = stage[u * kThreads + t];
+        acc0 = __fma_rn(double(__uint_as_float(v.x)), ca[u].x, acc0);
+        acc1 = __fma_rn(double(__uint_as_float(v.y)), ca[u].y, acc1);
+        acc0 = __fma_rn(double(__uint_as_float(v.z)), cb[u].x, acc0);
+        acc1 = __fma_rn(double(__uint_as_float(v.w)), cb[u].y, acc1);
+      }
+    }
+    fetch(i + kStages);
+    const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1), warp_sums[i & 1]);
+    if (t == 0) out[r] = __double2float_rn(__dmul_rn(scale, total));
+  }
+}
+
+template <int kStages, int kBlocksPerSm, bool kWarm = false>
+int launch_staged(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
+                  double scale, bool programmatic, cudaStream_t s) {
+  if (nvec > 4 * 512 || row_stride % 4 != 0) return -2;
+  const auto kernel = staged_matvec_kernel<kStages, kBlocksPerSm, kWarm>;
+  const int smem = kStages * 4 * 512 * static_cast<int>(sizeof(uint4));
+  static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (attr != cudaSuccess) return static_cast<int>(attr);
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const long long grid = std::min<long long>(rows, (long long)sms * kBlocksPerSm);
+  return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(512), smem, s,
+                                              programmatic, x, c, out, static_cast<int64_t>(row_stride),
+                                              static_cast<int>(rows), nvec, scale));
+}
+
 }  // namespace
 
 extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long long row_stride, int nvec,
@@ -304,6 +398,10 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 27: return launch_resident<1024, 2, 2, 1, true>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
     case 30: return launch_ring<1>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 31: return launch_ring<2>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 40: return launch_staged<3, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 41: return launch_staged<2, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 42: return launch_staged<6, 1>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 43: return launch_staged<3, 2, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
     default: return -1;
   }
 }

@@ -36,7 +36,9 @@ VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U
             22: "resident 512x2 U4, a block per row", 23: "resident 1024x1 U2, 1 row ahead",
             24: "resident 512x1 U4, 2 rows ahead", 25: "shared sums 512x3 U4, 1 row ahead",
             26: "shared sums 512x2 U4, 2 rows ahead", 27: "shared sums 1024x2 U2, 1 row ahead",
-            30: "ring of rows 512x1 U4, bulk copies", 31: "ring of rows 512x2 U4, bulk copies"}
+            30: "ring of rows 512x1 U4, bulk copies", 31: "ring of rows 512x2 U4, bulk copies",
+            40: "staged 512x2 U4, 3 rows by cp.async", 41: "staged 512x2 U4, 2 rows by cp.async",
+            42: "staged 512x1 U4, 6 rows by cp.async", 43: "staged 512x2 U4, 3 rows, warmed (no gate)"}
 PROBES = (10, 11, 12)
 SCALE = 0.75
 
