@@ -105,10 +105,20 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
 // 16-byte reads do not conflict. ptxas (CUDA 13.0, sm_90) for those: 512 x 3 with U = 4 takes
 // 40 registers and 1024 x 2 with U = 2 takes 32, each with 16 bytes of spills; 512 x 2 with
 // two rows ahead 64, none. Slower (results/kernel_notes.md, session 11).
-template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false>
+//
+// kWarm (the tail's warming, kernels/tail_kernels.cuh): block b < SMs asks L2 for its first
+// row (one bulk prefetch) before the wait; kWarmAlways always, kWarmGated only where the
+// record left by the previous warmed launch's last block (its serial number and time, just
+// before its trigger) is another launch's and under kMatvecWarmWindow units of 1024 ns old.
+enum Warm : int { kWarmNone = 0, kWarmAlways = 1, kWarmGated = 2 };
+constexpr uint32_t kMatvecWarmWindow = 16;
+__device__ uint64_t matvec_warmed_trigger;
+__device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
+
+template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false, int kWarm = kWarmNone>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     resident_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
-                    int64_t row_stride, int rows, int nvec, double scale) {
+                    int64_t row_stride, int rows, int nvec, double scale, uint32_t serial) {
   extern __shared__ double2 shared_sums[];  // kSharedSums: nvec sums of elements 0-1, then nvec of 2-3
   __shared__ double warp_sums[2][kThreads / 32];
   const int t = threadIdx.x;
@@ -119,6 +129,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     for (int u = 0; u < U; ++u)
       if (t + u * kThreads < nvec) b[u] = __ldcs(row + t + u * kThreads);
   };
+  if constexpr (kWarm != kWarmNone) {
+    if (t == 0 && blockIdx.x < sm_count()) {
+      bool warm = true;
+      if constexpr (kWarm == kWarmGated) {
+        const uint64_t last = *static_cast<volatile uint64_t*>(&matvec_warmed_trigger);
+        warm = static_cast<uint32_t>(last >> 32) != serial &&
+               warm_clock() - static_cast<uint32_t>(last) < kMatvecWarmWindow;
+      }
+      if (warm) bulk_prefetch_to_l2(x + int64_t(blockIdx.x) * row_stride, static_cast<uint32_t>(nvec) * 16u);
+    }
+  }
   wait_for_prior_grids();  // before any read: x and c may be the previous kernel's output
   int r = blockIdx.x;
 #pragma unroll
@@ -137,6 +158,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       ca[u] = cb[u] = make_double2(0.0, 0.0);
       if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
     }
+  }
+  if constexpr (kWarm == kWarmGated) {
+    if (t == 0 && blockIdx.x == gridDim.x - 1)
+      *static_cast<volatile uint64_t*>(&matvec_warmed_trigger) = uint64_t(serial) << 32 | warm_clock();
   }
   allow_dependent_launch();
   // One row: its products from `cur`, the loads of the row kRowsAhead ahead into `cur`,
@@ -167,11 +192,12 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
 }
 
-template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false>
+template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false, int kWarm = kWarmNone>
 int launch_resident(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
                     double scale, bool programmatic, int blocks_per_sm, cudaStream_t s) {
   if (nvec > U * kThreads) return -2;
-  const auto kernel = resident_kernel<kThreads, kBlocksPerSm, U, kRowsAhead, kSharedSums>;
+  static uint32_t serial = 0;
+  const auto kernel = resident_kernel<kThreads, kBlocksPerSm, U, kRowsAhead, kSharedSums, kWarm>;
   const int shared_bytes = kSharedSums ? 2 * nvec * static_cast<int>(sizeof(double2)) : 0;
   if (kSharedSums) {
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes))
@@ -183,7 +209,7 @@ int launch_resident(const float* x, long long rows, long long row_stride, int nv
   const long long grid = blocks_per_sm > 0 ? std::min<long long>(rows, (long long)sms * blocks_per_sm) : rows;
   return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), shared_bytes,
                                               s, programmatic, x, c, out, static_cast<int64_t>(row_stride),
-                                              static_cast<int>(rows), nvec, scale));
+                                              static_cast<int>(rows), nvec, scale, ++serial));
 }
 
 // The resident kernel's arithmetic (column sums of U = 4 vectors per thread in registers,
@@ -398,6 +424,8 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 27: return launch_resident<1024, 2, 2, 1, true>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
     case 30: return launch_ring<1>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 31: return launch_ring<2>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 45: return launch_resident<512, 2, 4, 1, false, kWarmAlways>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
+    case 46: return launch_resident<512, 2, 4, 1, false, kWarmGated>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
     case 40: return launch_staged<3, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 41: return launch_staged<2, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 42: return launch_staged<6, 1>(x, rows, row_stride, nvec, c, out, scale, p, s);

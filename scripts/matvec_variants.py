@@ -9,7 +9,7 @@ reads; fp32 arithmetic) are not products the library could return: they show wha
 each part of the work costs. `--ncu` runs each once for Nsight Compute instead.
 Exploratory (findings in results/kernel_notes.md).
 
-    python scripts/matvec_variants.py --out DIR [--ncu]
+    python scripts/matvec_variants.py --out DIR [--ncu | --interleaved ROUNDS]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 from harness import timing  # noqa: E402
 import kernels  # noqa: E402
 from kernels.colsum_ops import colsum_matvec  # noqa: E402
-from tail_variants import build_shared_library, read_ceiling_gbps, time_methods  # noqa: E402
+from tail_variants import build_shared_library, read_ceiling_gbps, single_calls_in_turn, time_methods  # noqa: E402
 
 VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U2", 4: "128x16 U2",
             5: "256x4 U4", 6: "1024x2 U2", 7: "512x4 R2 U1", 8: "256x8 R2 U1", 9: "512x2 R4 U1", 13: "512x2 R2 U2",
@@ -38,7 +38,8 @@ VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U
             26: "shared sums 512x2 U4, 2 rows ahead", 27: "shared sums 1024x2 U2, 1 row ahead",
             30: "ring of rows 512x1 U4, bulk copies", 31: "ring of rows 512x2 U4, bulk copies",
             40: "staged 512x2 U4, 3 rows by cp.async", 41: "staged 512x2 U4, 2 rows by cp.async",
-            42: "staged 512x1 U4, 6 rows by cp.async", 43: "staged 512x2 U4, 3 rows, warmed (no gate)"}
+            42: "staged 512x1 U4, 6 rows by cp.async", 43: "staged 512x2 U4, 3 rows, warmed (no gate)",
+            45: "resident 512x2 U4, warmed (no gate)", 46: "resident 512x2 U4, warmed behind a warmed launch"}
 PROBES = (10, 11, 12)
 SCALE = 0.75
 
@@ -71,6 +72,11 @@ def main() -> int:
     parser.add_argument("--ncu", action="store_true")
     parser.add_argument("--rows", type=int, nargs="*", default=[1024, 4096])
     parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
+    parser.add_argument("--interleaved", type=int, metavar="ROUNDS",
+                        help="single calls only, the functions taken in turn (as tail_variants.py's option), "
+                             "without Inductor and torch.mv; differences paired against the library")
+    parser.add_argument("--do-bench-rounds", type=int, default=0, metavar="ROUNDS",
+                        help="with --interleaved, also triton's do_bench in turn")
     args = parser.parse_args()
     out_dir = Path(args.out)
     lib = build(out_dir)
@@ -113,6 +119,26 @@ def main() -> int:
             torch.cuda.synchronize()
             torch.cuda.profiler.stop()
             print("ncu order:", list(fns), flush=True)
+            continue
+        if args.interleaved:
+            in_turn = {name: fn for name, fn in fns.items() if name not in ("torch.mv", "inductor x @ colsum")}
+            base = "library kb14::colsum_matvec"
+            by_method = single_calls_in_turn(in_turn, x, backend, flush_rounds=args.interleaved,
+                                             kernelbench_rounds=max(1, args.interleaved // 4),
+                                             do_bench_rounds=args.do_bench_rounds)
+            for method, times in by_method.items():
+                diffs = timing.paired_differences(times, base)
+                for name, t in times.items():
+                    med = timing.stats_median(t)
+                    diff = diffs.get(f"{name} - {base}")
+                    minus = (diff["median_ms"] * 1e3, diff["iqr_ms"] * 1e3) if diff else (0.0, 0.0)
+                    rows_out.append({"shape": [rows, 8192], "fn": name, "note": notes[name],
+                                     "method": f"{method}_interleaved", "us": med["median_ms"] * 1e3,
+                                     "iqr_us": med["iqr_ms"] * 1e3, "minus_library_us": minus[0],
+                                     "minus_library_iqr_us": minus[1]})
+                    print(f"{rows}x8192 {name:30s} {method:11s} in turn {med['median_ms'] * 1e3:7.2f} us "
+                          f"(IQR {med['iqr_ms'] * 1e3:.2f}); minus the library {minus[0]:+.2f} (IQR {minus[1]:.2f})",
+                          flush=True)
             continue
         copies = timing.rotating_copies(x, l2, cap=64)
         for name, fn in fns.items():
