@@ -109,8 +109,9 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
 // kWarm (the tail's warming, kernels/tail_kernels.cuh): block b < SMs asks L2 for its first
 // row (one bulk prefetch) before the wait; kWarmAlways always, kWarmGated only where the
 // record left by the previous warmed launch's last block (its serial number and time, just
-// before its trigger) is another launch's and under kMatvecWarmWindow units of 1024 ns old.
-enum Warm : int { kWarmNone = 0, kWarmAlways = 1, kWarmGated = 2 };
+// before its trigger) is another launch's and under kMatvecWarmWindow units of 1024 ns old;
+// kWarmEveryBlock: every block, always.
+enum Warm : int { kWarmNone = 0, kWarmAlways = 1, kWarmGated = 2, kWarmEveryBlock = 3 };
 constexpr uint32_t kMatvecWarmWindow = 16;
 __device__ uint64_t matvec_warmed_trigger;
 __device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
@@ -130,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       if (t + u * kThreads < nvec) b[u] = __ldcs(row + t + u * kThreads);
   };
   if constexpr (kWarm != kWarmNone) {
-    if (t == 0 && blockIdx.x < sm_count()) {
+    if (t == 0 && (kWarm == kWarmEveryBlock || blockIdx.x < sm_count())) {
       bool warm = true;
       if constexpr (kWarm == kWarmGated) {
         const uint64_t last = *static_cast<volatile uint64_t*>(&matvec_warmed_trigger);
@@ -426,6 +427,8 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 31: return launch_ring<2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 45: return launch_resident<512, 2, 4, 1, false, kWarmAlways>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
     case 46: return launch_resident<512, 2, 4, 1, false, kWarmGated>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
+    case 47: return launch_resident<512, 2, 4, 1, false, kWarmEveryBlock>(x, rows, row_stride, nvec, c, out, scale, p, 2,
+                                                                            s);
     case 40: return launch_staged<3, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 41: return launch_staged<2, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 42: return launch_staged<6, 1>(x, rows, row_stride, nvec, c, out, scale, p, s);

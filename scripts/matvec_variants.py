@@ -39,7 +39,8 @@ VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U
             30: "ring of rows 512x1 U4, bulk copies", 31: "ring of rows 512x2 U4, bulk copies",
             40: "staged 512x2 U4, 3 rows by cp.async", 41: "staged 512x2 U4, 2 rows by cp.async",
             42: "staged 512x1 U4, 6 rows by cp.async", 43: "staged 512x2 U4, 3 rows, warmed (no gate)",
-            45: "resident 512x2 U4, warmed (no gate)", 46: "resident 512x2 U4, warmed behind a warmed launch"}
+            45: "resident 512x2 U4, warmed (no gate)", 46: "resident 512x2 U4, warmed behind a warmed launch",
+            47: "resident 512x2 U4, every block warmed (no gate)"}
 PROBES = (10, 11, 12)
 SCALE = 0.75
 
