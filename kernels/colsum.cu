@@ -320,18 +320,31 @@ __global__ void __launch_bounds__(kThreads, 8) colsum_matvec_aligned_kernel(cons
 }
 
 // Rows of more than one and at most 16 elements per thread of a 512-thread block (fp32:
-// 2049-8192 columns, 16-bit: 4097-8192), every row 16-byte aligned, rows not split across
-// blocks: each thread holds the column sums of its U vectors of the row in registers,
-// loaded once, and its block loops over rows b, b + gridDim.x, ... (grid: the blocks that
-// fit at once). Every row then reads only x; the aligned kernel above reads 8 bytes of
-// column sums (from L1 or L2) per 4 of x. The next row's loads are issued before this
-// row's block sum, whose shared slots alternate between rows so one barrier per row
-// suffices. Rows are summed in the aligned kernel's pattern (two fp64 chains per thread,
-// then block_sum).
+// 2049-8192 columns, 16-bit: 4097-8192), every row 16-byte aligned, at any number of rows
+// (none split across blocks): each thread holds the column sums of its U vectors of the
+// row in registers, loaded once, and its block loops over rows b, b + gridDim.x, ...
+// (grid: the blocks that fit at once, or one per row). Every row then reads only x; the
+// aligned kernel above reads 8 bytes of column sums (from L1 or L2) per 4 of x. The next
+// row's loads are issued before this row's block sum, whose shared slots alternate between
+// rows so one barrier per row suffices. Rows are summed in the aligned kernel's pattern
+// (two fp64 chains per thread, then block_sum).
+//
+// Few rows: one block per row beat splitting rows over several blocks and adding the
+// splits in a second kernel at every count measured, 8 to 528 rows of 8192 fp32
+// (matvec_variants run11, run12: at 128 rows 3.14 against 6.00 us back to back, 6.08
+// against 9.33 after a read flush).
+//
+// kWarm (fp32): back to back, a programmatic dependent's blocks are placed while the
+// previous kernel drains and wait for its end, the memory bus idle meanwhile. Block
+// b < SMs asks L2 for its first row (one bulk prefetch) before the wait: a prefetch is
+// safe there, as every SM's writes land in L2. Unlike the tail's (tail_kernels.cuh), it
+// needs no gate: single calls measured no slower (matvec_variants run10-12, us, 1024 x
+// 8192, taken in turn, minus the unwarmed kernel: -0.06 after a read flush, -0.13 under
+// KernelBench's timing, -0.86 under do_bench; back to back 8.38 against 9.32).
 constexpr int kResidentThreads = 512;
 constexpr int kResidentWarps = kResidentThreads / kWarp;
 
-template <typename T, int U>
+template <typename T, int U, bool kWarm>
 __global__ void __launch_bounds__(kResidentThreads, 2)
     colsum_matvec_resident_kernel(const T* __restrict__ x, const double* __restrict__ c, T* __restrict__ out,
                                   int64_t out_stride, int64_t row_stride, int rows, int nvec, double scale) {
@@ -345,6 +358,10 @@ __global__ void __launch_bounds__(kResidentThreads, 2)
     for (int u = 0; u < U; ++u)
       if (t + u * kResidentThreads < nvec) buf[u] = __ldcs(row + t + u * kResidentThreads);
   };
+  if constexpr (kWarm) {
+    if (t == 0 && blockIdx.x < sm_count())
+      bulk_prefetch_to_l2(x + int64_t(blockIdx.x) * row_stride, static_cast<uint32_t>(nvec) * 16u);
+  }
   // x and c may both be the previous kernel's output: nothing is read before the wait.
   wait_for_prior_grids();
   int r = blockIdx.x;
@@ -387,14 +404,14 @@ __global__ void __launch_bounds__(kResidentThreads, 2)
 // fit at once (the occupancy query runs once per kernel).
 template <typename T, int U>
 cudaError_t launch_resident(const MatvecArgs<T>& a, int rows, int nvec, const DeviceShape& gpu, cudaStream_t stream) {
+  constexpr auto kernel = colsum_matvec_resident_kernel<T, U, sizeof(T) == 4>;
   static const int blocks_per_sm = [] {
     int n = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, colsum_matvec_resident_kernel<T, U>,
-                                                                 kResidentThreads, 0));
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kResidentThreads, 0));
     return std::max(n, 1);
   }();
   const int grid = static_cast<int>(std::min<int64_t>(rows, int64_t(gpu.multiprocessors) * blocks_per_sm));
-  return launch_programmatic(colsum_matvec_resident_kernel<T, U>, dim3(grid), dim3(kResidentThreads), 0, stream,
+  return launch_programmatic(kernel, dim3(grid), dim3(kResidentThreads), 0, stream,
                              gpu.compute_major >= 9, a.x, a.c, a.out, a.out_stride, a.row_stride, rows, nvec, a.scale);
 }
 
@@ -443,6 +460,13 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   a.row_stride = x.stride(0);
   a.col_stride = x.stride(1);
   a.scale = scale;
+  const DeviceShape gpu = device_shape(x.get_device());
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  // 16-byte vectors from every row and from the column sums.
+  const bool aligned = rows_are_vectors<T>(x) && aligned16(a.c);
+  if constexpr (sizeof(T) <= 4) {
+    if (aligned && try_launch_resident<T>(a, static_cast<int>(B), K / V, gpu, stream)) return;
+  }
   // Each row may start anywhere (the vector path peels a scalar head), so only unit
   // column stride is needed for 16-byte loads.
   const bool vector = x.stride(1) == 1 || K == 1;
@@ -450,7 +474,6 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   // Split rows only when there are too few of them to fill one wave, keeping a full
   // batch of loads per thread per split: a second kernel to add the splits costs more
   // than a partly filled wave.
-  const DeviceShape gpu = device_shape(x.get_device());
   const int64_t target = int64_t(gpu.multiprocessors) * kMatvecBlocksPerSM;
   const int64_t max_splits = std::max<int64_t>(1, units / (kMatvecLoads<T> * kMatvecThreads));
   const int64_t splits = std::clamp<int64_t>(target / std::max<int64_t>(B, 1), 1, std::min<int64_t>(max_splits, 1024));
@@ -462,14 +485,9 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
     partial = at::empty({B, used}, x.options().dtype(at::kDouble));
     a.partial = partial.mutable_data_ptr<double>();
   }
-  auto stream = c10::cuda::getCurrentCUDAStream();
-  // One block per row, 16-byte vectors from every row and from the column sums.
-  const bool aligned_rows = used == 1 && rows_are_vectors<T>(x) && aligned16(a.c);
-  if constexpr (sizeof(T) <= 4) {
-    if (aligned_rows && try_launch_resident<T>(a, static_cast<int>(B), K / V, gpu, stream)) return;
-  }
   if constexpr (sizeof(T) >= 4) {
-    if (aligned_rows && K / V <= std::numeric_limits<int32_t>::max()) {
+    // One block per row.
+    if (used == 1 && aligned && K / V <= std::numeric_limits<int32_t>::max()) {
       C10_CUDA_CHECK(launch_programmatic(colsum_matvec_aligned_kernel<T>, dim3(static_cast<unsigned>(B)),
                                          dim3(kThreads), 0, stream, gpu.compute_major >= 9, a.x, a.c, a.out, a.out_stride,
                                          a.row_stride, static_cast<int>(K / V), scale));

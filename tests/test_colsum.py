@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 
 import reference
-from kernels import colsum, colsum_matvec, colsum_matvec_reference
+from kernels import colsum, colsum_matvec, colsum_matvec_reference, div_sum_scale, div_sum_scale_reference
 from kernels.colsum_ops import COLSUM, MATVEC
 from modelnew import ModelNewColsum
 from tests.cases import seeded_pair
@@ -394,7 +394,9 @@ def test_bad_inputs():
                                    (5000, 64, 100),
                                    # the resident kernel: 2 or 4 vectors per thread, the last partly
                                    # filled, rows not a multiple of its grid, odd and even rows per block
-                                   (1000, 4104, 64), (3001, 8184, 32), (600, 2052, 16)])
+                                   (1000, 4104, 64), (3001, 8184, 32), (600, 2052, 16),
+                                   # and with fewer rows than its grid, a block per row
+                                   (1, 8192, 4), (8, 8192, 16), (130, 4100, 16)])
 def test_gpu_matches_oracle_and_cpu(dtype, shape):
     b, k, h = shape
     gen = torch.Generator(device="cuda").manual_seed(b + k + h)
@@ -416,6 +418,24 @@ def test_gpu_matches_oracle_and_cpu(dtype, shape):
         return
     torch.testing.assert_close(out.double(), truth.to(dtype).double(), rtol=tol(dtype), atol=0)
     torch.testing.assert_close(out.cpu().double(), cpu.double(), rtol=tol(dtype), atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows", [8, 300, 1024])
+def test_gpu_matvec_reads_what_the_kernel_before_wrote(rows):
+    # The fp32 resident kernel's first blocks ask L2 for their rows before they wait for the
+    # kernel before them; here that kernel (the tail, which lets its dependents launch
+    # early) is still writing those rows.
+    gen = torch.Generator(device="cuda").manual_seed(rows)
+    a_in = torch.randn(rows * 8192, 2, device="cuda", generator=gen)
+    c = torch.randn(8192, device="cuda", dtype=torch.float64, generator=gen)
+    written = div_sum_scale_reference(a_in, 2, 1.5).view(rows, 8192)
+    torch.cuda.synchronize()
+    expected = colsum_matvec(written, c, 0.75)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(expected.double(), (written.double() @ c * 0.75).unsqueeze(1), rtol=1e-6, atol=0)
+    for _ in range(3):
+        assert torch.equal(colsum_matvec(div_sum_scale(a_in, 2, 1.5).view(rows, 8192), c, 0.75), expected)
 
 
 @pytest.mark.gpu
