@@ -338,9 +338,12 @@ __global__ void __launch_bounds__(kThreads, 8) colsum_matvec_aligned_kernel(cons
 // previous kernel drains and wait for its end, the memory bus idle meanwhile. Block
 // b < SMs asks L2 for its first row (one bulk prefetch) before the wait: a prefetch is
 // safe there, as every SM's writes land in L2. Unlike the tail's (tail_kernels.cuh), it
-// needs no gate: single calls measured no slower (matvec_variants run10-12, us, 1024 x
+// has no gate: timed single calls measured no slower (matvec_variants run10-12, us, 1024 x
 // 8192, taken in turn, minus the unwarmed kernel: -0.06 after a read flush, -0.13 under
-// KernelBench's timing, -0.86 under do_bench; back to back 8.38 against 9.32).
+// KernelBench's timing, -0.86 under do_bench; back to back 8.38 against 9.32). The kernel
+// alone may pay for the row it then fetches again (ncu, one launch each: 11.36 against
+// 10.85, run13); the tail's gate would not help here, as these persistent blocks let the
+// next call launch at their start, not near their end.
 constexpr int kResidentThreads = 512;
 constexpr int kResidentWarps = kResidentThreads / kWarp;
 
