@@ -247,6 +247,10 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
   return t;
 }
 
+// %globaltimer in units of 1024 ns, in 32 bits: the clock of the warming gates' records
+// (tail_kernels.cuh, scripts/matvec_variants.cu).
+__device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
+
 // A warp's copy of n 16-byte vectors from global to shared memory. kBulk, on sm_90 and
 // newer: the copy engine moves them all (one bulk copy, issued by lane 0, completing on
 // the mbarrier `landed`), so no lane issues a copy per vector. Otherwise each lane copies

@@ -673,8 +673,6 @@ static __device__ uint64_t warmed_trigger;
 
 inline bool warm_rows_pay(int rows, int sms) { return rows > kLeanBlocksPerSm * sms; }
 
-__device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
-
 template <typename scalar_t>
 __device__ __forceinline__ void warm_behind_warmed_launch(const LeanArgs<scalar_t>& a, int r, const void* row,
                                                           uint32_t bytes) {

@@ -114,7 +114,6 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
 enum Warm : int { kWarmNone = 0, kWarmAlways = 1, kWarmGated = 2, kWarmEveryBlock = 3 };
 constexpr uint32_t kMatvecWarmWindow = 16;
 __device__ uint64_t matvec_warmed_trigger;
-__device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
 
 template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false, int kWarm = kWarmNone>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
@@ -193,6 +192,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
 }
 
+// The grid of the persistent kernels: blocks_per_sm blocks on every SM of the current
+// device, at most one per row (blocks_per_sm 0: one block per row).
+long long persistent_grid(long long rows, int blocks_per_sm) {
+  if (blocks_per_sm <= 0) return rows;
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return std::min<long long>(rows, (long long)sms * blocks_per_sm);
+}
+
 template <int kThreads, int kBlocksPerSm, int U, int kRowsAhead, bool kSharedSums = false, int kWarm = kWarmNone>
 int launch_resident(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
                     double scale, bool programmatic, int blocks_per_sm, cudaStream_t s) {
@@ -204,10 +213,7 @@ int launch_resident(const float* x, long long rows, long long row_stride, int nv
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes))
       return static_cast<int>(e);
   }
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const long long grid = blocks_per_sm > 0 ? std::min<long long>(rows, (long long)sms * blocks_per_sm) : rows;
+  const long long grid = persistent_grid(rows, blocks_per_sm);
   return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(kThreads), shared_bytes,
                                               s, programmatic, x, c, out, static_cast<int64_t>(row_stride),
                                               static_cast<int>(rows), nvec, scale, ++serial));
@@ -288,10 +294,7 @@ int launch_ring(const float* x, long long rows, long long row_stride, int nvec, 
   const int smem = kRingStages<kBlocksPerSm> * kRingRowBytes;
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return static_cast<int>(attr);
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const long long grid = std::min<long long>(rows, (long long)sms * kBlocksPerSm);
+  const long long grid = persistent_grid(rows, kBlocksPerSm);
   return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(512), smem, s,
                                               programmatic, x, c, out, static_cast<int64_t>(row_stride),
                                               static_cast<int>(rows), scale));
@@ -382,10 +385,7 @@ int launch_staged(const float* x, long long rows, long long row_stride, int nvec
   const int smem = kStages * 4 * 512 * static_cast<int>(sizeof(uint4));
   static const cudaError_t attr = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (attr != cudaSuccess) return static_cast<int>(attr);
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const long long grid = std::min<long long>(rows, (long long)sms * kBlocksPerSm);
+  const long long grid = persistent_grid(rows, kBlocksPerSm);
   return static_cast<int>(launch_programmatic(kernel, dim3(static_cast<unsigned>(grid)), dim3(512), smem, s,
                                               programmatic, x, c, out, static_cast<int64_t>(row_stride),
                                               static_cast<int>(rows), nvec, scale));

@@ -27,7 +27,8 @@ sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 from harness import timing  # noqa: E402
 import kernels  # noqa: E402
 from kernels.colsum_ops import colsum_matvec  # noqa: E402
-from tail_variants import build_shared_library, read_ceiling_gbps, single_calls_in_turn, time_methods  # noqa: E402
+from tail_variants import (build_shared_library, in_turn_summary, read_ceiling_gbps, single_calls_in_turn,  # noqa: E402
+                           time_methods)
 
 VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U2", 4: "128x16 U2",
             5: "256x4 U4", 6: "1024x2 U2", 7: "512x4 R2 U1", 8: "256x8 R2 U1", 9: "512x2 R4 U1", 13: "512x2 R2 U2",
@@ -127,19 +128,12 @@ def main() -> int:
             by_method = single_calls_in_turn(in_turn, x, backend, flush_rounds=args.interleaved,
                                              kernelbench_rounds=max(1, args.interleaved // 4),
                                              do_bench_rounds=args.do_bench_rounds)
-            for method, times in by_method.items():
-                diffs = timing.paired_differences(times, base)
-                for name, t in times.items():
-                    med = timing.stats_median(t)
-                    diff = diffs.get(f"{name} - {base}")
-                    minus = (diff["median_ms"] * 1e3, diff["iqr_ms"] * 1e3) if diff else (0.0, 0.0)
-                    rows_out.append({"shape": [rows, 8192], "fn": name, "note": notes[name],
-                                     "method": f"{method}_interleaved", "us": med["median_ms"] * 1e3,
-                                     "iqr_us": med["iqr_ms"] * 1e3, "minus_library_us": minus[0],
-                                     "minus_library_iqr_us": minus[1]})
-                    print(f"{rows}x8192 {name:30s} {method:11s} in turn {med['median_ms'] * 1e3:7.2f} us "
-                          f"(IQR {med['iqr_ms'] * 1e3:.2f}); minus the library {minus[0]:+.2f} (IQR {minus[1]:.2f})",
-                          flush=True)
+            for method, name, us, iqr, minus, minus_iqr in in_turn_summary(by_method, base):
+                rows_out.append({"shape": [rows, 8192], "fn": name, "note": notes[name],
+                                 "method": f"{method}_interleaved", "us": us, "iqr_us": iqr,
+                                 "minus_library_us": minus, "minus_library_iqr_us": minus_iqr})
+                print(f"{rows}x8192 {name:30s} {method:11s} in turn {us:7.2f} us (IQR {iqr:.2f}); "
+                      f"minus the library {minus:+.2f} (IQR {minus_iqr:.2f})", flush=True)
             continue
         copies = timing.rotating_copies(x, l2, cap=64)
         for name, fn in fns.items():
