@@ -192,6 +192,68 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
 }
 
+// One block per row, as the tail's loop-free kernel (kernels/tail_kernels.cuh): thread t
+// loads its four vectors of the row (rows of exactly 4 * 512 vectors), then multiplies each
+// by its four column sums read from L1 (the 64 KB of fp64 sums serve every block of an SM)
+// in the resident kernel's order: the library's bits. With no column sums held in
+// registers, kBlocksPerSm = 4 (32 registers) or 3 fit per SM: 128 or 96 KB of x in flight,
+// against the resident kernel's 64 KB. kWarm: block b < SMs asks L2 for its row before the
+// wait, always (the resident kernel's warming).
+// kSumsInL1: x is loaded past L1 (evict-first in L2, as the tail's lean kernel loads y), so
+// that only the sums live there, and each thread asks L1 for its sums' lines (prefetch, no
+// registers held) while its x loads are in flight.
+template <int kBlocksPerSm, bool kWarm = false, bool kSumsInL1 = false, bool kPrefetchSums = false>
+__global__ void __launch_bounds__(512, kBlocksPerSm)
+    row_block_kernel(const float* __restrict__ x, const double* __restrict__ c, float* __restrict__ out,
+                     int64_t row_stride, double scale) {
+  constexpr int U = 4, kThreads = 512;
+  const int t = threadIdx.x;
+  const float* row_start = x + int64_t(blockIdx.x) * row_stride;
+  if constexpr (kWarm) {
+    if (t == 0 && blockIdx.x < sm_count()) bulk_prefetch_to_l2(row_start, U * kThreads * 16u);
+  }
+  const uint4* row = reinterpret_cast<const uint4*>(row_start) + t;
+  wait_for_prior_grids();
+  uint4 buf[U];
+  if constexpr (kSumsInL1) {
+    const uint64_t policy = evict_first_policy();
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                   : "=r"(buf[u].x), "=r"(buf[u].y), "=r"(buf[u].z), "=r"(buf[u].w)
+                   : "l"(row + u * kThreads), "l"(policy));
+  } else {
+#pragma unroll
+    for (int u = 0; u < U; ++u) buf[u] = __ldcs(row + u * kThreads);
+  }
+  allow_dependent_launch();
+  const double2* c2 = reinterpret_cast<const double2*>(c) + 2 * t;
+  if constexpr (kPrefetchSums) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) asm volatile("prefetch.global.L1 [%0];" ::"l"(c2 + 2 * u * kThreads));
+  }
+  double acc0 = 0.0, acc1 = 0.0;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const double2 lo = __ldg(c2 + 2 * u * kThreads), hi = __ldg(c2 + 2 * u * kThreads + 1);
+    acc0 = __fma_rn(double(__uint_as_float(buf[u].x)), lo.x, acc0);
+    acc1 = __fma_rn(double(__uint_as_float(buf[u].y)), lo.y, acc1);
+    acc0 = __fma_rn(double(__uint_as_float(buf[u].z)), hi.x, acc0);
+    acc1 = __fma_rn(double(__uint_as_float(buf[u].w)), hi.y, acc1);
+  }
+  const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1));
+  if (t == 0) out[blockIdx.x] = __double2float_rn(__dmul_rn(scale, total));
+}
+
+template <int kBlocksPerSm, bool kWarm = false, bool kSumsInL1 = false, bool kPrefetchSums = false>
+int launch_row_block(const float* x, long long rows, long long row_stride, int nvec, const double* c, float* out,
+                     double scale, bool programmatic, cudaStream_t s) {
+  if (nvec != 4 * 512) return -2;
+  return static_cast<int>(launch_programmatic(row_block_kernel<kBlocksPerSm, kWarm, kSumsInL1, kPrefetchSums>, dim3(static_cast<unsigned>(rows)),
+                                              dim3(512), 0, s, programmatic, x, c, out,
+                                              static_cast<int64_t>(row_stride), scale));
+}
+
 // The grid of the persistent kernels: blocks_per_sm blocks on every SM of the current
 // device, at most one per row (blocks_per_sm 0: one block per row).
 long long persistent_grid(long long rows, int blocks_per_sm) {
@@ -429,6 +491,12 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 46: return launch_resident<512, 2, 4, 1, false, kWarmGated>(x, rows, row_stride, nvec, c, out, scale, p, 2, s);
     case 47: return launch_resident<512, 2, 4, 1, false, kWarmEveryBlock>(x, rows, row_stride, nvec, c, out, scale, p, 2,
                                                                             s);
+    case 50: return launch_row_block<4>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 51: return launch_row_block<3>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 52: return launch_row_block<4, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 53: return launch_row_block<4, false, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 54: return launch_row_block<4, false, true, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 55: return launch_row_block<3, false, true, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 40: return launch_staged<3, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 41: return launch_staged<2, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 42: return launch_staged<6, 1>(x, rows, row_stride, nvec, c, out, scale, p, s);

@@ -41,7 +41,11 @@ VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U
             40: "staged 512x2 U4, 3 rows by cp.async", 41: "staged 512x2 U4, 2 rows by cp.async",
             42: "staged 512x1 U4, 6 rows by cp.async", 43: "staged 512x2 U4, 3 rows, warmed (no gate)",
             45: "resident 512x2 U4, warmed (no gate)", 46: "resident 512x2 U4, warmed behind a warmed launch",
-            47: "resident 512x2 U4, every block warmed (no gate)"}
+            47: "resident 512x2 U4, every block warmed (no gate)",
+            50: "a block per row 512x4 U4, sums from L1", 51: "a block per row 512x3 U4, sums from L1",
+            52: "a block per row 512x4 U4, sums from L1, warmed (no gate)",
+            53: "a block per row 512x4 U4, x past L1", 54: "a block per row 512x4 U4, x past L1, sums prefetched",
+            55: "a block per row 512x3 U4, x past L1, sums prefetched"}
 PROBES = (10, 11, 12)
 SCALE = 0.75
 
