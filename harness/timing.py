@@ -294,12 +294,33 @@ def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, back
     return {name: [t.elapsed_ms() for t in ts] for name, ts in timers.items()}
 
 
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval for the median of `values`: the k-th smallest
+    and k-th largest value, k the largest rank at which each tail holds at most (1 -
+    confidence) / 2 of a binomial(n, 1/2). A paired difference whose interval excludes 0 is a
+    gap, not drift. Below 6 values no such k exists and the whole range is returned (its
+    coverage is 1 - 2^(1-n): 94% at 5 values)."""
+    xs = sorted(values)
+    n = len(xs)
+    tail = (1.0 - confidence) / 2
+    k, below = 0, 0.0  # below: P(binomial(n, 1/2) <= k - 1)
+    while k < n // 2:
+        below_next = below + math.comb(n, k) / 2 ** n
+        if below_next > tail:
+            break
+        k, below = k + 1, below_next
+    k = max(k, 1)
+    return xs[k - 1], xs[n - k]
+
+
 def paired_differences(times: dict, base: str) -> dict:
-    """Median (and IQR) of each row's per-round difference from `base`, in ms."""
+    """Median, IQR and the median's 95% interval (median_interval) of each row's per-round
+    difference from `base`, in ms."""
     out = {}
     for name, t in times.items():
         if name != base:
-            out[f"{name} - {base}"] = stats_median([a - b for a, b in zip(t, times[base])])
+            diffs = [a - b for a, b in zip(t, times[base])]
+            out[f"{name} - {base}"] = {**stats_median(diffs), "ci95_ms": list(median_interval(diffs))}
     return out
 
 

@@ -63,18 +63,32 @@ def ours(y):
     return kernels.div_sum_scale(y, 2, 1.5)
 
 
-def interleaved_times(fns: dict, y: torch.Tensor, backend) -> dict:
-    """Microseconds per function of the single-call methods taken in turn (3 warm-ups each;
-    KernelBench's protocol and the read-flush calls for ROUNDS rounds, do_bench for
-    DO_BENCH_ROUNDS), keyed `<method>_interleaved`. Medians."""
+def interleaved_times(fns: dict, y: torch.Tensor, backend, ours: str = "ours",
+                      peer: str = "inductor") -> tuple[dict, dict]:
+    """The single-call methods taken in turn (3 warm-ups each; KernelBench's protocol and the
+    read-flush calls for ROUNDS rounds, do_bench for DO_BENCH_ROUNDS), keyed
+    `<method>_interleaved`: the median microseconds per function, and fns[ours] minus
+    fns[peer] round by round (its median, the median's 95% interval, the rounds)."""
     for fn in fns.values():
         for _ in range(3):
             fn(y)
     backend.sync()
     times = single_calls_in_turn(fns, y, backend, flush_rounds=ROUNDS, kernelbench_rounds=ROUNDS,
                                  do_bench_rounds=DO_BENCH_ROUNDS)
-    return {name: {f"{method}_interleaved": statistics.median(t[name]) * 1e3 for method, t in times.items()}
-            for name in fns}
+    medians = {name: {f"{method}_interleaved": statistics.median(t[name]) * 1e3 for method, t in times.items()}
+               for name in fns}
+    gaps = {}
+    for method, t in times.items():
+        gap = timing.paired_differences({ours: t[ours], peer: t[peer]}, peer)[f"{ours} - {peer}"]
+        gaps[f"{method}_interleaved"] = {"median": gap["median_ms"] * 1e3, "ci95": [v * 1e3 for v in gap["ci95_ms"]],
+                                         "rounds": len(t[ours])}
+    return medians, gaps
+
+
+def gap_verdict(gap: dict) -> str:
+    """Where ours stands against Inductor by the paired differences' 95% interval."""
+    lo, hi = gap["ci95"]
+    return "behind" if lo > 0 else "ahead" if hi < 0 else "tie"
 
 
 @torch.no_grad()  # KernelBench's protocol; with grad on, ModelNewColsum recomputes its column sum
@@ -131,11 +145,12 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
     copies = timing.rotating_copies(x, l2, cap=64)
     fns = {"ModelNewColsum.forward": model, "inductor x @ colsum": compiled,
            "torch.mv": lambda t: torch.mv(t, colsum32)}
-    together = interleaved_times(fns, x, backend)
+    together, gaps = interleaved_times(fns, x, backend, ours="ModelNewColsum.forward", peer="inductor x @ colsum")
     rows = []
     for name, fn in fns.items():
         t = {**time_methods(fn, x, copies, backend), **together[name]}
         rows.append({"what": name, "shape": [1024, 8192], **{m: t[m] for m in METHODS + INTERLEAVED}})
+    rows[0]["minus_inductor_us"] = gaps
     return rows
 
 
@@ -206,16 +221,26 @@ def markdown(result: dict) -> str:
     for method in METHODS + INTERLEAVED:
         if not any(r["method"] == method for r in result["rows"]):
             continue
-        lines += [f"## {method}", "", "| shape | dtype | ours | Inductor | eager | torch.sum | ours / Inductor | "
-                  "bits ours | bits Inductor | ours, % of read ceiling |", "|" + " --- |" * 10]
+        paired = any("ours_minus_inductor_us" in r for r in result["rows"] if r["method"] == method)
+        extra = " ours - Inductor, paired: median [95% interval] | verdict |" if paired else ""
+        lines += [f"## {method}", ""]
+        if paired:
+            lines += ["Ours minus Inductor round by round: the median difference and its 95% interval "
+                      "(distribution-free); `behind` or `ahead` where the interval excludes 0, else `tie`.", ""]
+        lines += ["| shape | dtype | ours | Inductor | eager | torch.sum | ours / Inductor | "
+                  "bits ours | bits Inductor | ours, % of read ceiling |" + extra, "|" + " --- |" * (12 if paired else 10)]
         for r in result["rows"]:
             if r["method"] != method:
                 continue
             pct = r["bytes"] / (r["ours_us"] * 1e-6) / 1e9 / result["read_ceiling_gbps"] * 100
-            lines.append(f"| {r['shape'][0]} x {r['shape'][1]} | {r['dtype']} | {r['ours_us']:.2f} | "
-                         f"{r['inductor_us']:.2f} | {r['eager_us']:.2f} | {r['torch_sum_us']:.2f} | "
-                         f"{r['ours_us'] / r['inductor_us']:.3f} | {r['bits_ours']} | {r['bits_inductor']} | "
-                         f"{pct:.0f}% |")
+            line = (f"| {r['shape'][0]} x {r['shape'][1]} | {r['dtype']} | {r['ours_us']:.2f} | "
+                    f"{r['inductor_us']:.2f} | {r['eager_us']:.2f} | {r['torch_sum_us']:.2f} | "
+                    f"{r['ours_us'] / r['inductor_us']:.3f} | {r['bits_ours']} | {r['bits_inductor']} | "
+                    f"{pct:.0f}% |")
+            if paired:
+                gap = r["ours_minus_inductor_us"]
+                line += f" {gap['median']:+.2f} [{gap['ci95'][0]:+.2f}, {gap['ci95'][1]:+.2f}] | {gap_verdict(gap)} |"
+            lines.append(line)
         lines.append("")
     if result.get("ncu"):
         runs = next((v["runs"] for v in result["ncu"].values() if isinstance(v, dict) and "runs" in v), 0)
@@ -235,6 +260,11 @@ def markdown(result: dict) -> str:
                   "| what | " + " | ".join(methods) + " |", "|" + " --- |" * (len(methods) + 1)]
         for r in result["colsum_forward"]:
             lines.append(f"| {r['what']} | " + " | ".join(f"{r[m]:.2f}" for m in methods) + " |")
+            if "minus_inductor_us" in r:
+                gaps = r["minus_inductor_us"]
+                lines.append(f"| {r['what']} minus Inductor's, paired: median [95% interval] | " + " | ".join(
+                    f"{gaps[m]['median']:+.2f} [{gaps[m]['ci95'][0]:+.2f}, {gaps[m]['ci95'][1]:+.2f}] "
+                    f"{gap_verdict(gaps[m])}" if m in gaps else "-" for m in methods) + " |")
         lines.append("")
     lines += ["## Host time per call (us, back-to-back calls on tiny CUDA inputs, under torch.no_grad())", "",
               "| call | us |", "| --- | --- |"]
@@ -289,13 +319,16 @@ def main() -> int:
             copies = timing.rotating_copies(y, l2, cap=64)
             fns = {"ours": ours, "inductor": compiled, "eager": eager_tail, "torch_sum": row_sum}
             times = {name: time_methods(fn, y, copies, backend) for name, fn in fns.items()}
-            for name, t in interleaved_times(fns, y, backend).items():
+            medians, gaps = interleaved_times(fns, y, backend)
+            for name, t in medians.items():
                 times[name].update(t)
             for method in METHODS + INTERLEAVED:
                 rows.append({"shape": [rows_, cols], "dtype": dname, "method": method, "bytes": y.numel() * y.element_size(),
                              "ours_us": times["ours"][method], "inductor_us": times["inductor"][method],
                              "eager_us": times["eager"][method], "torch_sum_us": times["torch_sum"][method],
                              "bits_ours": bits["ours"], "bits_inductor": bits["inductor"]})
+                if method in gaps:
+                    rows[-1]["ours_minus_inductor_us"] = gaps[method]
                 if method == "kernelbench":
                     rows[-1]["means_us"] = {k: v["kernelbench_mean"] for k, v in times.items()}
             print(f"{rows_}x{cols} {dname}: bits ours {bits['ours']} inductor {bits['inductor']}; rotating ours "

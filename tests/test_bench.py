@@ -130,6 +130,21 @@ def test_interleaved_robust_time_rotates_the_order_and_flushes_before_each_call(
     assert body == ["flush", "start", "call", "stop"] * 12
     diffs = timing.paired_differences(times, "a")
     assert set(diffs) == {"b - a", "c - a"}
+    lo, hi = diffs["b - a"]["ci95_ms"]
+    assert lo <= diffs["b - a"]["median_ms"] <= hi
+
+
+def test_median_interval_is_the_binomial_order_statistics():
+    from harness import timing
+
+    # Ranks 40 and 61 of 100: the textbook 95% interval for a median (each tail 1.8%).
+    assert timing.median_interval(range(100, 0, -1)) == (40, 61)
+    # Five values leave no rank with both tails under 2.5%: the whole range (94% coverage).
+    assert timing.median_interval([3.0, 1.0, 5.0, 2.0, 4.0]) == (1.0, 5.0)
+    assert timing.median_interval([7.0]) == (7.0, 7.0)
+    # A gap the rounds resolve: shifted differences give an interval that excludes 0.
+    lo, hi = timing.median_interval([0.5 + 0.01 * ((7 * i) % 13 - 6) for i in range(200)])
+    assert 0 < lo <= 0.5 <= hi < 0.6
 
 
 def test_host_backend_times_real_work():
