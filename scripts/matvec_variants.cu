@@ -97,7 +97,8 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
 // The column sums held in registers: thread t owns vectors t + u * kThreads (u < U) of
 // every row (nvec <= U * kThreads), loads their column sums once, and its block loops
 // over rows b, b + gridDim.x, ...; the next row's loads are issued before the current
-// row's block sum. kRowsAhead rows of loads in flight per thread (1 or 2). The block
+// row's block sum. kRowsAhead rows of loads in flight per thread (1, 2 or 4: with four, one
+// 512-thread block per SM keeps 128 KB of x in flight, as the tail's kernel does). The block
 // sum's shared slots alternate between rows, so one barrier per row suffices.
 // kSharedSums: the column sums in shared memory instead (copied in after the x loads are
 // issued), which frees 32 registers per thread for more blocks per SM or rows in flight;
@@ -185,10 +186,21 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     if (t == 0) out[r] = __double2float_rn(__dmul_rn(scale, total));
     r += gridDim.x;
   };
-  while (r < rows) {
-    row_step(buf[0], 0);
-    if (r >= rows) break;
-    row_step(buf[kRowsAhead - 1], 1);
+  if constexpr (kRowsAhead <= 2) {
+    while (r < rows) {
+      row_step(buf[0], 0);
+      if (r >= rows) break;
+      row_step(buf[kRowsAhead - 1], 1);
+    }
+  } else {  // buffers taken in turn; rows alternate the shared slots (kRowsAhead even)
+    static_assert(kRowsAhead % 2 == 0, "an odd ring of buffers would give two rows in a row one parity");
+    while (r < rows) {
+#pragma unroll
+      for (int a = 0; a < kRowsAhead; ++a) {
+        if (r >= rows) break;
+        row_step(buf[a], a & 1);
+      }
+    }
   }
 }
 
@@ -497,6 +509,9 @@ extern "C" int kb14x_matvec(int variant, const float* x, long long rows, long lo
     case 53: return launch_row_block<4, false, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 54: return launch_row_block<4, false, true, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 55: return launch_row_block<3, false, true, true>(x, rows, row_stride, nvec, c, out, scale, p, s);
+    case 56: return launch_resident<512, 1, 4, 4>(x, rows, row_stride, nvec, c, out, scale, p, 1, s);
+    case 57: return launch_resident<512, 1, 4, 4, false, kWarmAlways>(x, rows, row_stride, nvec, c, out, scale, p, 1,
+                                                                     s);
     case 40: return launch_staged<3, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 41: return launch_staged<2, 2>(x, rows, row_stride, nvec, c, out, scale, p, s);
     case 42: return launch_staged<6, 1>(x, rows, row_stride, nvec, c, out, scale, p, s);

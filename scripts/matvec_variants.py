@@ -45,7 +45,8 @@ VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U
             50: "a block per row 512x4 U4, sums from L1", 51: "a block per row 512x3 U4, sums from L1",
             52: "a block per row 512x4 U4, sums from L1, warmed (no gate)",
             53: "a block per row 512x4 U4, x past L1", 54: "a block per row 512x4 U4, x past L1, sums prefetched",
-            55: "a block per row 512x3 U4, x past L1, sums prefetched"}
+            55: "a block per row 512x3 U4, x past L1, sums prefetched",
+            56: "resident 512x1 U4, 4 rows ahead", 57: "resident 512x1 U4, 4 rows ahead, warmed (no gate)"}
 PROBES = (10, 11, 12)
 SCALE = 0.75
 
