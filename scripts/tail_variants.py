@@ -113,8 +113,9 @@ def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctype
     return ctypes.CDLL(str(so))
 
 
-def build(out_dir: Path, torch_version: int) -> ctypes.CDLL:
-    lib = build_shared_library("tail_variants", out_dir, "--fmad=false", f"-DKB14_TORCH_VERSION={torch_version}")
+def build(out_dir: Path, torch_version: int, *extra_flags: str) -> ctypes.CDLL:
+    lib = build_shared_library("tail_variants", out_dir, "--fmad=false", f"-DKB14_TORCH_VERSION={torch_version}",
+                               *extra_flags)
     lib.kb14x_tail.restype = ctypes.c_int
     lib.kb14x_tail.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
                                ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_double,
@@ -231,10 +232,16 @@ def main() -> int:
     parser.add_argument("--no-inductor", action="store_true",
                         help="leave Inductor out (its host time per call can exceed a read flush's GPU time, "
                              "which leaves the GPU idle between the interleaved calls)")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also time the library built from another copy of kernels/ (a previous commit's "
+                             "headers in DIR) as `baseline library`, in the same process")
     args = parser.parse_args()
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = build(out_dir, torch_order())
+    # The baseline's headers come first on the include path, so its tail_kernels.cuh (and what that
+    # includes from its own directory) replaces the working tree's.
+    baseline = build(out_dir / "baseline", torch_order(), f"-I{Path(args.baseline).resolve()}") if args.baseline else None
     dev = torch.device("cuda")
     prop = torch.cuda.get_device_properties(dev)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
@@ -265,6 +272,8 @@ def main() -> int:
         for v, name in variants.items():
             for cap in (args.grid_caps if v in GRID_SIZED else [0]):
                 fns[f"{name}@{cap}" if cap else name] = variant_fn(lib, v, code, props, partials, cap)
+        if baseline is not None:
+            fns["baseline library"] = variant_fn(baseline, 6, code, props, partials)
         bits = {}
         for name, fn in list(fns.items()):
             try:
