@@ -502,12 +502,7 @@ __device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, uint32_t
     __nv_bfloat162 y, inv;
     memcpy(&y, &packed, sizeof(y));
     memcpy(&inv, &inv_pair, sizeof(inv));
-    const __nv_bfloat162 q = __hmul2_rn(y, inv);
-    uint32_t bits;
-    memcpy(&bits, &q, sizeof(bits));
-    // A bfloat16 is a float's upper half: one shift and one mask widen the pair, where
-    // __bfloat1622float2 spends a byte permute and a shift on the high element.
-    return make_float2(__uint_as_float(bits << 16), __uint_as_float(bits & 0xffff0000u));
+    return __bfloat1622float2(__hmul2_rn(y, inv));
   }
 }
 
@@ -738,20 +733,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
     acc[0] = 0.0f + lean_element_quotient(row_start + (lane - geo.shift), a.inv);
 #pragma unroll 1
   for (int k = t;;) {
-    // 16-bit types: a round whose U vectors all lie in the row adds them without a check per
-    // vector (a branch each, ~5 of a bfloat16 vector's ~28 instructions); the row's last,
-    // partial round checks each. The same additions in the same order either way. (fp32 rows
-    // of one chunk are loop-free already; the second copy of the body made the 3-vector fp32
-    // warp-row variant of scripts/tail_variants.cu spill.)
-    constexpr bool kUncheckedFullRounds = sizeof(scalar_t) == 2;
-    if (kExactRows || (kUncheckedFullRounds && k + (U - 1) * kStep < geo.nvec)) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) lean_add_vector<scalar_t, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        if (k + u * kStep < geo.nvec) lean_add_vector<scalar_t, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
-      }
+    for (int u = 0; u < U; ++u) {
+      if (kExactRows || k + u * kStep < geo.nvec) lean_add_vector<scalar_t, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
     }
     if constexpr (kExactRows) break;
     k += U * kStep;
