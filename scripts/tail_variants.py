@@ -101,7 +101,8 @@ def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctype
            str(REPO / "scripts" / f"{source}.cu")]
     # A build is reused while its command and every source it reads are unchanged.
     stamp = out_dir / f"{source}.cmd"
-    sources = [REPO / "scripts" / f"{source}.cu", *(REPO / "kernels").glob("*.cuh"), *(REPO / "kernels").glob("*.h")]
+    include_dirs = [REPO / "kernels", *(Path(f[2:]) for f in extra_flags if f.startswith("-I"))]
+    sources = [REPO / "scripts" / f"{source}.cu", *(p for d in include_dirs for p in [*d.glob("*.cuh"), *d.glob("*.h")])]
     fresh = (so.exists() and stamp.exists() and stamp.read_text() == " ".join(cmd)
              and all(f.stat().st_mtime < so.stat().st_mtime for f in sources))
     if not fresh:
