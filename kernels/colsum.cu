@@ -361,10 +361,7 @@ __global__ void __launch_bounds__(kResidentThreads, 2)
     for (int u = 0; u < U; ++u)
       if (t + u * kResidentThreads < nvec) buf[u] = __ldcs(row + t + u * kResidentThreads);
   };
-  if constexpr (kWarm) {
-    if (t == 0 && blockIdx.x < sm_count())
-      bulk_prefetch_to_l2(x + int64_t(blockIdx.x) * row_stride, static_cast<uint32_t>(nvec) * 16u);
-  }
+  if constexpr (kWarm) warm_first_row_per_sm(x + int64_t(blockIdx.x) * row_stride, static_cast<uint32_t>(nvec) * 16u);
   // x and c may both be the previous kernel's output: nothing is read before the wait.
   wait_for_prior_grids();
   int r = blockIdx.x;

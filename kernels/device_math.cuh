@@ -240,6 +240,14 @@ __device__ __forceinline__ unsigned sm_count() {
   return n;
 }
 
+// Warming L2 behind a draining kernel, before griddepcontrol.wait: thread 0 of each block
+// b < SMs asks L2 for `bytes` of `row`, its own first row. Safe before the wait, as every SM's
+// writes land in L2. The column-sum matvec warms so always (colsum.cu); the tail only
+// behind another warmed launch (tail_kernels.cuh's gate).
+__device__ __forceinline__ void warm_first_row_per_sm(const void* row, uint32_t bytes) {
+  if (threadIdx.x == 0 && blockIdx.x < sm_count()) bulk_prefetch_to_l2(row, bytes);
+}
+
 // The GPU's global nanosecond timer (%globaltimer).
 __device__ __forceinline__ uint64_t global_timer_ns() {
   uint64_t t;

@@ -18,6 +18,29 @@ enum Mode : int {
   kFloatOnly = 2,  // probe: fp32 products and sums with an fp32 copy of c, no widening
 };
 
+// Thread t's column sums of its vectors t + u * kThreads (u < U), zeros past nvec: each
+// vector's elements 0-1 in lo[u], 2-3 in hi[u].
+template <int kThreads, int U>
+__device__ __forceinline__ void load_thread_sums(const double* c, int t, int nvec, double2 (&lo)[U], double2 (&hi)[U]) {
+  const double2* c2 = reinterpret_cast<const double2*>(c);
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int v = t + u * kThreads;
+    lo[u] = hi[u] = make_double2(0.0, 0.0);
+    if (v < nvec) lo[u] = __ldg(c2 + 2 * v), hi[u] = __ldg(c2 + 2 * v + 1);
+  }
+}
+
+// One vector of x times its column sums, added to the two fp64 chains as the library adds
+// them: even elements to acc0, odd to acc1.
+__device__ __forceinline__ void add_products(double& acc0, double& acc1, const uint4& x, const double2& lo,
+                                             const double2& hi) {
+  acc0 = __fma_rn(double(__uint_as_float(x.x)), lo.x, acc0);
+  acc1 = __fma_rn(double(__uint_as_float(x.y)), lo.y, acc1);
+  acc0 = __fma_rn(double(__uint_as_float(x.z)), hi.x, acc0);
+  acc1 = __fma_rn(double(__uint_as_float(x.w)), hi.y, acc1);
+}
+
 // Block b owns rows b * R .. b * R + R - 1; thread t reads vectors t, t + kThreads, ... of
 // each, U per row in flight, and each column-sum value it loads serves all R rows.
 template <int kThreads, int kBlocksPerSm, int R, int U, int kMode>
@@ -49,10 +72,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
           const double2 ca = __ldg(c2 + 2 * v), cb = __ldg(c2 + 2 * v + 1);
 #pragma unroll
           for (int r = 0; r < R; ++r) {
-            acc0[r] = __fma_rn(double(__uint_as_float(buf[r][u].x)), ca.x, acc0[r]);
-            acc1[r] = __fma_rn(double(__uint_as_float(buf[r][u].y)), ca.y, acc1[r]);
-            acc0[r] = __fma_rn(double(__uint_as_float(buf[r][u].z)), cb.x, acc0[r]);
-            acc1[r] = __fma_rn(double(__uint_as_float(buf[r][u].w)), cb.y, acc1[r]);
+            add_products(acc0[r], acc1[r], buf[r][u], ca, cb);
           }
         } else if constexpr (kMode == kNoColsum) {
 #pragma unroll
@@ -146,19 +166,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 #pragma unroll
   for (int a = 0; a < kRowsAhead; ++a)
     if (r + a * int(gridDim.x) < rows) load_row(buf[a], r + a * gridDim.x);
-  const double2* c2 = reinterpret_cast<const double2*>(c);
   double2 ca[U], cb[U];
   if constexpr (kSharedSums) {
+    const double2* c2 = reinterpret_cast<const double2*>(c);
     for (int v = t; v < nvec; v += kThreads)
       shared_sums[v] = __ldg(c2 + 2 * v), shared_sums[nvec + v] = __ldg(c2 + 2 * v + 1);
     __syncthreads();
   } else {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int v = t + u * kThreads;
-      ca[u] = cb[u] = make_double2(0.0, 0.0);
-      if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
-    }
+    load_thread_sums<kThreads>(c, t, nvec, ca, cb);
   }
   if constexpr (kWarm == kWarmGated) {
     if (t == 0 && blockIdx.x == gridDim.x - 1)
@@ -174,10 +189,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       const int v = t + u * kThreads;
       if (v < nvec) {
         const double2 lo = kSharedSums ? shared_sums[v] : ca[u], hi = kSharedSums ? shared_sums[nvec + v] : cb[u];
-        acc0 = __fma_rn(double(__uint_as_float(cur[u].x)), lo.x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(cur[u].y)), lo.y, acc1);
-        acc0 = __fma_rn(double(__uint_as_float(cur[u].z)), hi.x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(cur[u].w)), hi.y, acc1);
+        add_products(acc0, acc1, cur[u], lo, hi);
       }
     }
     const int ahead = r + kRowsAhead * int(gridDim.x);
@@ -220,11 +232,8 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
                      int64_t row_stride, double scale) {
   constexpr int U = 4, kThreads = 512;
   const int t = threadIdx.x;
-  const float* row_start = x + int64_t(blockIdx.x) * row_stride;
-  if constexpr (kWarm) {
-    if (t == 0 && blockIdx.x < sm_count()) bulk_prefetch_to_l2(row_start, U * kThreads * 16u);
-  }
-  const uint4* row = reinterpret_cast<const uint4*>(row_start) + t;
+  if constexpr (kWarm) warm_first_row_per_sm(x + int64_t(blockIdx.x) * row_stride, U * kThreads * 16u);
+  const uint4* row = reinterpret_cast<const uint4*>(x + int64_t(blockIdx.x) * row_stride) + t;
   wait_for_prior_grids();
   uint4 buf[U];
   if constexpr (kSumsInL1) {
@@ -247,11 +256,7 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
   double acc0 = 0.0, acc1 = 0.0;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const double2 lo = __ldg(c2 + 2 * u * kThreads), hi = __ldg(c2 + 2 * u * kThreads + 1);
-    acc0 = __fma_rn(double(__uint_as_float(buf[u].x)), lo.x, acc0);
-    acc1 = __fma_rn(double(__uint_as_float(buf[u].y)), lo.y, acc1);
-    acc0 = __fma_rn(double(__uint_as_float(buf[u].z)), hi.x, acc0);
-    acc1 = __fma_rn(double(__uint_as_float(buf[u].w)), hi.y, acc1);
+    add_products(acc0, acc1, buf[u], __ldg(c2 + 2 * u * kThreads), __ldg(c2 + 2 * u * kThreads + 1));
   }
   const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1));
   if (t == 0) out[blockIdx.x] = __double2float_rn(__dmul_rn(scale, total));
@@ -346,10 +351,7 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const uint4 v = row[t + u * kThreads];
-      acc0 = __fma_rn(double(__uint_as_float(v.x)), ca[u].x, acc0);
-      acc1 = __fma_rn(double(__uint_as_float(v.y)), ca[u].y, acc1);
-      acc0 = __fma_rn(double(__uint_as_float(v.z)), cb[u].x, acc0);
-      acc1 = __fma_rn(double(__uint_as_float(v.w)), cb[u].y, acc1);
+      add_products(acc0, acc1, v, ca[u], cb[u]);
     }
     const double total = block_sum<kThreads>(__dadd_rn(acc0, acc1), warp_sums[i & 1]);
     if (t == 0) {
@@ -400,10 +402,7 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
   __shared__ double warp_sums[2][kThreads / 32];
   const int t = threadIdx.x;
   const int grid = gridDim.x;
-  if constexpr (kWarm) {
-    if (t == 0 && blockIdx.x < sm_count())
-      bulk_prefetch_to_l2(x + int64_t(blockIdx.x) * row_stride, static_cast<uint32_t>(nvec) * 16u);
-  }
+  if constexpr (kWarm) warm_first_row_per_sm(x + int64_t(blockIdx.x) * row_stride, static_cast<uint32_t>(nvec) * 16u);
   const uint64_t policy = evict_first_policy();
   // Row blockIdx.x + i * grid into stage i % kStages; a group per row, empty past the end.
   auto fetch = [&](int i) {
@@ -420,14 +419,8 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
   wait_for_prior_grids();  // before any read: x and c may be the previous kernel's output
 #pragma unroll
   for (int i = 0; i < kStages; ++i) fetch(i);
-  const double2* c2 = reinterpret_cast<const double2*>(c);
   double2 ca[U], cb[U];
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int v = t + u * kThreads;
-    ca[u] = cb[u] = make_double2(0.0, 0.0);
-    if (v < nvec) ca[u] = __ldg(c2 + 2 * v), cb[u] = __ldg(c2 + 2 * v + 1);
-  }
+  load_thread_sums<kThreads>(c, t, nvec, ca, cb);
   allow_dependent_launch();
   for (int i = 0;; ++i) {
     const int r = blockIdx.x + i * grid;
@@ -439,10 +432,7 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
     for (int u = 0; u < U; ++u) {
       if (t + u * kThreads < nvec) {
         const uint4 v = stage[u * kThreads + t];
-        acc0 = __fma_rn(double(__uint_as_float(v.x)), ca[u].x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(v.y)), ca[u].y, acc1);
-        acc0 = __fma_rn(double(__uint_as_float(v.z)), cb[u].x, acc0);
-        acc1 = __fma_rn(double(__uint_as_float(v.w)), cb[u].y, acc1);
+        add_products(acc0, acc1, v, ca[u], cb[u]);
       }
     }
     fetch(i + kStages);

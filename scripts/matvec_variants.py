@@ -133,14 +133,9 @@ def main() -> int:
             by_method = single_calls_in_turn(in_turn, x, backend, flush_rounds=args.interleaved,
                                              kernelbench_rounds=max(1, args.interleaved // 4),
                                              do_bench_rounds=args.do_bench_rounds)
-            for method, name, us, iqr, minus, minus_iqr, minus_ci in in_turn_summary(by_method, base):
-                rows_out.append({"shape": [rows, 8192], "fn": name, "note": notes[name],
-                                 "method": f"{method}_interleaved", "us": us, "iqr_us": iqr,
-                                 "minus_library_us": minus, "minus_library_iqr_us": minus_iqr,
-                                 "minus_library_ci95_us": minus_ci})
-                print(f"{rows}x8192 {name:30s} {method:11s} in turn {us:7.2f} us (IQR {iqr:.2f}); "
-                      f"minus the library {minus:+.2f} (IQR {minus_iqr:.2f}, 95% [{minus_ci[0]:+.2f}, "
-                      f"{minus_ci[1]:+.2f}])", flush=True)
+            for method, name, fields, text in in_turn_summary(by_method, base, "library", "the library"):
+                rows_out.append({"shape": [rows, 8192], "fn": name, "note": notes[name], **fields})
+                print(f"{rows}x8192 {name:30s} {method:11s} in turn {text}", flush=True)
             continue
         copies = timing.rotating_copies(x, l2, cap=64)
         for name, fn in fns.items():

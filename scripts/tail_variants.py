@@ -196,18 +196,25 @@ def single_calls_in_turn(fns: dict, y: torch.Tensor, backend, *, flush_rounds: i
     return times
 
 
-def in_turn_summary(by_method: dict, base: str):
-    """For single_calls_in_turn's result: (method, name, median us, IQR us, median of the
-    paired differences name - base in us, their IQR, the median's 95% interval [lo, hi] in us)
-    for every function under every method."""
+def in_turn_summary(by_method: dict, base: str, key: str, base_label: str):
+    """For single_calls_in_turn's result, every function under every method: (method, name,
+    fields, text). fields: `method` (`<method>_interleaved`), `us` and `iqr_us` (median, IQR)
+    and the paired differences name - base, `minus_<key>_us`, `minus_<key>_iqr_us` and
+    `minus_<key>_ci95_us` (their median, IQR and the median's 95% interval); text: the same
+    as printed, `minus <base_label>` naming the base."""
     for method, times in by_method.items():
         diffs = timing.paired_differences(times, base)
         for name, t in times.items():
             med = timing.stats_median(t)
             diff = diffs.get(f"{name} - {base}")
-            minus = ((diff["median_ms"] * 1e3, diff["iqr_ms"] * 1e3, [v * 1e3 for v in diff["ci95_ms"]]) if diff
-                     else (0.0, 0.0, [0.0, 0.0]))
-            yield method, name, med["median_ms"] * 1e3, med["iqr_ms"] * 1e3, *minus
+            us, iqr = med["median_ms"] * 1e3, med["iqr_ms"] * 1e3
+            minus, minus_iqr, ci = ((diff["median_ms"] * 1e3, diff["iqr_ms"] * 1e3, [v * 1e3 for v in diff["ci95_ms"]])
+                                    if diff else (0.0, 0.0, [0.0, 0.0]))
+            fields = {"method": f"{method}_interleaved", "us": us, "iqr_us": iqr, f"minus_{key}_us": minus,
+                      f"minus_{key}_iqr_us": minus_iqr, f"minus_{key}_ci95_us": ci}
+            text = (f"{us:7.2f} us (IQR {iqr:.2f}); minus {base_label} {minus:+.2f} (IQR {minus_iqr:.2f}, "
+                    f"95% [{ci[0]:+.2f}, {ci[1]:+.2f}])")
+            yield method, name, fields, text
 
 
 def main() -> int:
@@ -304,14 +311,10 @@ def main() -> int:
             by_method = single_calls_in_turn(fns, y, backend, flush_rounds=args.interleaved,
                                              kernelbench_rounds=max(1, args.interleaved // 4),
                                              do_bench_rounds=args.do_bench_rounds, flush=args.flush or "read")
-            for method, name, us, iqr, minus, minus_iqr, minus_ci in in_turn_summary(by_method, base):
-                rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
-                                 "method": f"{method}_interleaved", "us": us, "iqr_us": iqr,
-                                 "minus_first_us": minus, "minus_first_iqr_us": minus_iqr,
-                                 "minus_first_ci95_us": minus_ci})
+            for method, name, fields, text in in_turn_summary(by_method, base, "first", f"{base}:"):
+                rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name), **fields})
                 print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} {method:11s} interleaved "
-                      f"{us:7.2f} us (IQR {iqr:.2f}); minus {base}: {minus:+.2f} (IQR {minus_iqr:.2f}, "
-                      f"95% [{minus_ci[0]:+.2f}, {minus_ci[1]:+.2f}])", flush=True)
+                      f"{text}", flush=True)
             continue
         copies = timing.rotating_copies(y, l2, cap=64)
         nbytes = y.numel() * y.element_size()
