@@ -255,22 +255,29 @@ def paired_time(fns: dict, *, rounds: int, backend: Backend) -> dict:
     between runs; interleaving makes the differences between rows immune to that drift,
     so they can resolve a ~10 us tail under a 2.7 ms GEMM."""
     times = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            times[name].append(_timed_call(fn, (), backend.sync, backend.flush, backend.new_timer))
+    for r in range(rounds):
+        for name in round_order(list(fns), r):
+            times[name].append(_timed_call(fns[name], (), backend.sync, backend.flush, backend.new_timer))
     return times
 
 
-def rotated(names: Sequence, r: int) -> list:
-    """Round r's order of `names` when functions are timed in turn: rotated by r, so that
-    each one takes each place in the round equally often."""
-    k = r % len(names)
-    return list(names[k:]) + list(names[:k])
+def round_order(names: Sequence, r: int) -> list:
+    """Round r's order of `names` when functions are timed in turn: a balanced Latin square
+    (Williams'), so that over n rounds (2n for an odd count n) each function takes each place
+    equally often and follows each other function equally often. A call can inherit its
+    predecessor's state (an idle GPU behind a host-bound call, measured at 0.2 us on a
+    120 us call, results/tail_variants/run65): a plain rotation keeps every function behind
+    the same neighbour and turns that into a bias."""
+    n = len(names)
+    row = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]  # 0, 1, n-1, 2, n-2, ...
+    k = r % (n if n % 2 == 0 else 2 * n)
+    order = [names[(i + k) % n] for i in row]
+    return order if k < n else order[::-1]
 
 
 def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, backend: Backend) -> dict:
     """robust_time's read-flush calls for several functions, taken in turn: each round
-    calls every function once (each after a read flush, the order rotated round by round),
+    calls every function once (each after a read flush, in round_order's order),
     all queued without a host synchronize. Drift of the clocks or the memory state then
     hits every function alike, so per-round differences (paired_differences) resolve gaps
     that timing one function after another confounds with drift. Milliseconds per call."""
@@ -281,7 +288,7 @@ def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, back
     backend.sync()
     timers = {name: [] for name in names}
     for r in range(rounds):
-        for name in rotated(names, r):
+        for name in round_order(names, r):
             backend.robust_flush()
             timer = backend.new_timer()
             timer.start()

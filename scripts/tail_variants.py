@@ -172,11 +172,11 @@ def time_methods(fn, y, copies, backend, budget_s: float = 0.2) -> dict:
 
 
 def do_bench_in_turn(fns: dict, y: torch.Tensor, rounds: int) -> dict:
-    """triton's do_bench of each function, `rounds` rounds in turn (order rotated): one
+    """triton's do_bench of each function, `rounds` rounds in turn (timing.round_order): one
     do_bench after another confounds a gap of a few percent with drift."""
     times = {name: [] for name in fns}
     for r in range(rounds):
-        for name in timing.rotated(list(fns), r):
+        for name in timing.round_order(list(fns), r):
             times[name].append(do_bench_ms(fns[name], y))
     return times
 
@@ -236,7 +236,7 @@ def main() -> int:
                              "to see the kernel in the cache state the flush leaves)")
     parser.add_argument("--do-bench-rounds", type=int, default=0, metavar="ROUNDS",
                         help="with --interleaved, also triton's do_bench (median of its own ~100 ms of calls) "
-                             "of every function, ROUNDS rounds in turn, the order rotated each round")
+                             "of every function, ROUNDS rounds in turn, in timing.round_order's order")
     parser.add_argument("--no-inductor", action="store_true",
                         help="leave Inductor out (its host time per call can exceed a read flush's GPU time, "
                              "which leaves the GPU idle between the interleaved calls)")

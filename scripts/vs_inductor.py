@@ -125,12 +125,12 @@ def host_times() -> dict:
         for _ in range(200):
             fn()
     torch.cuda.synchronize()
-    # Rounds of 2000 calls of each function in turn (the order rotated), so that the
+    # Rounds of 2000 calls of each function in turn (timing.round_order), so that the
     # host's drift over the run hits every function alike; the median round per function.
     names = list(fns)
     samples = {name: [] for name in names}
     for r in range(HOST_ROUNDS):
-        for name in timing.rotated(names, r):
+        for name in timing.round_order(names, r):
             fn = fns[name]
             t0 = time.perf_counter()
             for _ in range(2000):

@@ -115,7 +115,7 @@ def test_robust_time_budget_clamps_calls():
     assert res["calls"] == 3  # a zero budget still gets min_calls
 
 
-def test_interleaved_robust_time_rotates_the_order_and_flushes_before_each_call():
+def test_interleaved_robust_time_balances_the_order_and_flushes_before_each_call():
     from harness import timing
 
     rec = Recorder()
@@ -125,13 +125,32 @@ def test_interleaved_robust_time_rotates_the_order_and_flushes_before_each_call(
     fns = {name: (lambda n: lambda: (calls.append(n), rec.fn()))(name) for name in "abc"}
     times = timing.interleaved_robust_time(fns, rounds=4, backend=backend)
     assert {k: len(v) for k, v in times.items()} == {"a": 4, "b": 4, "c": 4}
-    assert calls[3:] == list("abc" "bca" "cab" "abc")  # after one warm-up call each
+    assert calls[3:] == list("abc" "bca" "cab" "cba")  # after one warm-up call each: round_order
     body = [e for e in rec.events[rec.events.index("start") - 1:] if e != "sync"]
     assert body == ["flush", "start", "call", "stop"] * 12
     diffs = timing.paired_differences(times, "a")
     assert set(diffs) == {"b - a", "c - a"}
     lo, hi = diffs["b - a"]["ci95_ms"]
     assert lo <= diffs["b - a"]["median_ms"] <= hi
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7])
+def test_round_order_puts_each_function_in_each_place_and_behind_each_other_equally_often(n):
+    from collections import Counter
+
+    from harness import timing
+
+    names = [f"f{i}" for i in range(n)]
+    period = n if n % 2 == 0 else 2 * n
+    places, followers = Counter(), Counter()
+    for r in range(3 * period):
+        order = timing.round_order(names, r)
+        assert sorted(order) == names
+        places.update(enumerate(order))
+        followers.update(zip(order, order[1:]))
+    assert set(places.values()) == {3 * period // n}
+    assert len(followers) == n * (n - 1)  # every ordered pair of neighbours occurs ...
+    assert len(set(followers.values())) <= 1  # ... equally often
 
 
 def test_median_interval_is_the_binomial_order_statistics():
