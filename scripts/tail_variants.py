@@ -140,6 +140,12 @@ def variant_fn(lib, variant: int, dtype_code: int, props, partials, grid_cap: in
     return fn
 
 
+def library_op(y):
+    import kernels  # the JIT build happens on its first call
+
+    return kernels.div_sum_scale(y, 2, 1.5)
+
+
 def eager_tail(y):
     return torch.sum(y / 2, dim=1, keepdim=True) * 1.5
 
@@ -240,6 +246,9 @@ def main() -> int:
     parser.add_argument("--no-inductor", action="store_true",
                         help="leave Inductor out (its host time per call can exceed a read flush's GPU time, "
                              "which leaves the GPU idle between the interleaved calls)")
+    parser.add_argument("--library-op", action="store_true",
+                        help="also time the library as users call it (kernels.div_sum_scale: the JIT-built torch "
+                             "op) beside variant 6, its kernels built by this script")
     parser.add_argument("--baseline", metavar="DIR",
                         help="also time the library built from another copy of kernels/ (a previous commit's "
                              "headers in DIR) as `baseline library`, in the same process")
@@ -282,6 +291,8 @@ def main() -> int:
                 fns[f"{name}@{cap}" if cap else name] = variant_fn(lib, v, code, props, partials, cap)
         if baseline is not None:
             fns["baseline library"] = variant_fn(baseline, 6, code, props, partials)
+        if args.library_op:
+            fns["library op"] = library_op
         bits = {}
         for name, fn in list(fns.items()):
             try:
@@ -292,6 +303,10 @@ def main() -> int:
                 del fns[name]
                 continue
             bits[name] = bool(torch.equal(got, ref)) if name.split("@")[0] not in ("torch.sum",) + NOT_A_TAIL else None
+        if args.library_op:  # a module still building in the background would compete for the CPU
+            import kernels.jit
+
+            kernels.jit.load_finished_builds(wait=True)
         torch.cuda.synchronize()
         if args.ncu:
             torch.cuda.profiler.start()
