@@ -250,8 +250,8 @@ def robust_time(
 
 
 def paired_time(fns: dict, *, rounds: int, backend: Backend) -> dict:
-    """Each function once per round, in turn, each after a cache flush: per-function
-    times (ms) taken side by side. The GEMM's time drifts by tens of microseconds
+    """Each function once per round, in turn (round_order), each after a cache flush:
+    per-function times (ms) taken side by side. The GEMM's time drifts by tens of microseconds
     between runs; interleaving makes the differences between rows immune to that drift,
     so they can resolve a ~10 us tail under a 2.7 ms GEMM."""
     times = {name: [] for name in fns}
