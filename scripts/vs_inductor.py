@@ -13,7 +13,8 @@ under four methods and three of them again taken in turn, all in one process:
 * rotating: CUDA-graph replay of calls back to back over L2-cold copies (median).
 * kernelbench_interleaved, read_flush_interleaved, do_bench_interleaved: the single-call
   methods again (tail_variants.single_calls_in_turn), with the four functions called in
-  turn, round by round (each call still after its own flush, timed alone; do_bench for
+  turn, round by round in a balanced order (timing.round_order: each follows each other
+  equally often; each call still after its own flush, timed alone; do_bench for
   DO_BENCH_ROUNDS rounds, the median of its medians), so that the clock and memory drift of
   a sequential run, which moves a ~10 us kernel by several percent, hits all four alike:
   one do_bench after another put ours 3-9% behind at 1024 x 8192 fp32 where taken in turn
@@ -154,14 +155,14 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
     compiled = torch.compile(lambda t: (t @ colsum32 * 0.75).unsqueeze(1), dynamic=False)
     compiled(x)
     copies = timing.rotating_copies(x, l2, cap=64)
-    fns = {"ModelNewColsum.forward": model, "inductor x @ colsum": compiled,
-           "torch.mv": lambda t: torch.mv(t, colsum32)}
-    together, gaps = interleaved_times(fns, x, backend, ours="ModelNewColsum.forward", peer="inductor x @ colsum")
+    ours_name, peer_name = "ModelNewColsum.forward", "inductor x @ colsum"
+    fns = {ours_name: model, peer_name: compiled, "torch.mv": lambda t: torch.mv(t, colsum32)}
+    together, gaps = interleaved_times(fns, x, backend, ours=ours_name, peer=peer_name)
     rows = []
     for name, fn in fns.items():
         t = {**time_methods(fn, x, copies, backend), **together[name]}
         rows.append({"what": name, "shape": [1024, 8192], **{m: t[m] for m in METHODS + INTERLEAVED}})
-        if name == "ModelNewColsum.forward":
+        if name == ours_name:
             rows[-1]["minus_inductor_us"] = gaps
     return rows
 
