@@ -250,6 +250,76 @@ int launch_ring_rows(const Plan& p, const LeanArgs<T>& a, const DeviceShape& pro
   });
 }
 
+// The loop-free block-row kernel's order on kRows rows per block: each thread issues its
+// U loads of every row at once, then adds row by row; each row's lanes' trees run side by
+// side, and warp i finishes row i's tree over the warps. A block then lives kRows times as
+// long against the same tree and barrier at its end: at bf16 16384 x 8192 the one-row
+// kernel kept 82% of warps active against Inductor's 90% (run71). Rows of exactly U * 512
+// aligned 16-byte vectors, lanes-before-warps order (torch 2.10+).
+template <typename T, int U, int kRows, int kMinBlocks, bool kPackedMul>
+__global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanArgs<T> a) {
+  constexpr int V = 16 / sizeof(T);
+  static_assert(kRows <= kLeanWarps, "one warp finishes each row");
+  __shared__ float warp_totals[kRows][kLeanWarps];
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const int first = blockIdx.x * kRows;
+  const int rows = min(kRows, a.rows - first);
+  const uint64_t policy = evict_first_policy();
+  wait_for_prior_grids();
+  uint4 buf[kRows][U];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    if (j < rows) {
+      const uint4* row = reinterpret_cast<const uint4*>(a.y + int64_t(first + j) * a.row_stride);
+      lean_load<U, kLeanBlock, kLeanLoad, true>(buf[j], row, tid, U * kLeanBlock, policy);
+    }
+  }
+  allow_dependent_launch();
+  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
+  float leaf[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    float acc[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = 0.0f;
+    if (j < rows) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[j][u], a.inv, inv_pair);
+    }
+    leaf[j] = lean_leaf(acc);
+  }
+  const unsigned full = 0xffffffffu;
+  if (kOrder.shuffle_descending) {
+    for (int offset = kWarp >> 1; offset > 0; offset >>= 1)
+#pragma unroll
+      for (int j = 0; j < kRows; ++j) leaf[j] = leaf[j] + __shfl_down_sync(full, leaf[j], offset);
+  } else {
+    for (int offset = 1; offset < kWarp; offset <<= 1)
+#pragma unroll
+      for (int j = 0; j < kRows; ++j) leaf[j] = leaf[j] + __shfl_down_sync(full, leaf[j], offset);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < kRows; ++j) warp_totals[j][warp] = leaf[j];
+  }
+  __syncthreads();
+  if (warp < rows) {
+    const float total = warp_tree(lane < kLeanWarps ? warp_totals[warp][lane] : 0.0f, kLeanWarps);
+    if (lane == 0) a.out[(first + warp) * a.out_stride] = Arith<T>::store(total, a.scale);
+  }
+}
+
+template <typename T, int kRows, int kMinBlocks>
+int launch_multi_row(const Plan& p, const LeanArgs<T>& a, cudaStream_t stream) {
+  return with_exact_row_vectors<T, 1, 2, 4>(p, a, [&](auto u) {
+    return with_packed_mul(a, [&](auto packed) {
+      return launch_programmatic(multi_row_kernel<T, decltype(u)::value, kRows, kMinBlocks, decltype(packed)::value>,
+                                 dim3(static_cast<unsigned>(ceil_div(a.rows, kRows))), dim3(kLeanBlock), 0, stream,
+                                 true, a);
+    });
+  });
+}
+
 // The lean kernel with U vectors in flight per logical thread, a block per row or (kWarpRows)
 // a warp per row in kBlock-thread blocks (registers for kMinBlocks blocks per SM), the library's
 // loads, programmatic launch; -1 where the plan maps rows the other way. The same additions
@@ -331,6 +401,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
       case 80: return launch_warmed<T, true>(p, la, sms, wave, stream);
       case 72: return launch_warmed<T, false>(p, la, 0, 0, stream);  // none warmed (the control)
       default: return -1;
+    }
+  }
+  if (variant >= 82 && variant <= 84) {  // kRows rows per block: 2 at 4 or 3 blocks per SM, 4 at 2
+    const LeanArgs<T> la = lean_args(a);
+    switch (variant) {
+      case 82: return launch_multi_row<T, 2, 4>(p, la, stream);
+      case 83: return launch_multi_row<T, 2, 3>(p, la, stream);
+      default: return launch_multi_row<T, 4, 2>(p, la, stream);
     }
   }
   if (variant >= 64 && variant <= 67) {  // ring rows, 1-4 blocks per SM
@@ -453,7 +531,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // one bulk prefetch each, 72: none, the control; 73: 264 rows by bulk prefetch; 74, 75: 132 and 264 rows,
 // bulk, evict-first; 78-80: blocks 0-263 (80: 0-131) warm the row one wave of blocks (528) ahead by bulk
 // prefetch, 79 marked evict-first; run56's 76 and 77, bulk warming of 264 or 132 rows only behind another
-// warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it). Variants tried and
+// warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it; 82-84 multi_row_kernel,
+// the loop-free block rows two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84)). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
 // in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the

@@ -46,7 +46,7 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             67: "ring_rows_b4", 68: "warm_rows_1x", 69: "warm_rows_2x", 70: "warm_rows_half",
             71: "warm_rows_bulk", 72: "warm_rows_none", 73: "warm_bulk_2x", 74: "warm_bulk_ef_1x",
             75: "warm_bulk_ef_2x", 78: "warm_ahead_2x", 79: "warm_ahead_ef_2x", 80: "warm_ahead_1x",
-            81: "library_unwarmed"}
+            81: "library_unwarmed", 82: "two_rows_b4", 83: "two_rows_b3", 84: "four_rows_b2"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -139,6 +139,19 @@ def variant_fn(lib, variant: int, dtype_code: int, props, partials, grid_cap: in
         return out
 
     return fn
+
+
+def placed_input(storage: torch.Tensor | None, rows: int, cols: int, dtype, device, offset_mib: int | None):
+    """randn(rows, cols) (seed 0): a fresh tensor, or the same values `offset_mib` MiB into
+    `storage`, so that one process times the same kernels on the same values at other addresses."""
+    torch.manual_seed(0)
+    values = torch.randn(rows, cols, device=device, dtype=dtype)
+    if offset_mib is None:
+        return values
+    skip = (offset_mib << 20) // values.element_size()
+    y = storage[skip:skip + rows * cols].view(rows, cols)
+    y.copy_(values)
+    return y
 
 
 def eager_tail(y):
@@ -244,6 +257,9 @@ def main() -> int:
     parser.add_argument("--library-op", action="store_true",
                         help="also time the library as users call it (kernels.div_sum_scale: the JIT-built torch "
                              "op) beside variant 6, its kernels built by this script")
+    parser.add_argument("--offsets-mib", type=int, nargs="*", metavar="MIB",
+                        help="run each case once per offset, its input that many MiB into one larger "
+                             "allocation (the same values at other addresses)")
     parser.add_argument("--baseline", metavar="DIR",
                         help="also time the library built from another copy of kernels/ (a previous commit's "
                              "headers in DIR) as `baseline library`, in the same process")
@@ -273,10 +289,17 @@ def main() -> int:
     if not args.ncu:
         ceiling = read_ceiling_gbps(dev, backend)
         print(f"read ceiling: {ceiling:.0f} GB/s ({prop.name}, torch {torch.__version__})", flush=True)
-    for (rows, cols), dname in cases:
+    offsets = args.offsets_mib or [None]
+    storage = None
+    for ((rows, cols), dname), offset in [(case, offset) for case in cases for offset in offsets]:
         dtype, code = DTYPES[dname]
-        torch.manual_seed(0)
-        y = torch.randn(rows, cols, device=dev, dtype=dtype)
+        if offset is not None and offset == offsets[0]:  # a case's first offset: one allocation for all of them
+            storage = None
+            storage = torch.empty((max(offsets) << 20) // dtype.itemsize + rows * cols, device=dev, dtype=dtype)
+        y = placed_input(storage, rows, cols, dtype, dev, offset)
+        place = {} if offset is None else {"offset_mib": offset, "data_ptr": hex(y.data_ptr())}
+        if place:
+            print(f"{rows}x{cols} {dname} at {offset} MiB into one allocation ({place['data_ptr']})", flush=True)
         ref = eager_tail(y)
         fns = {"eager": eager_tail, "torch.sum": row_sum}
         if not args.no_inductor:
@@ -320,7 +343,8 @@ def main() -> int:
                                              kernelbench_rounds=max(1, args.interleaved // 4),
                                              do_bench_rounds=args.do_bench_rounds, flush=args.flush or "read")
             for method, name, fields, text in in_turn_summary(by_method, base, "first", f"{base}:"):
-                rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name), **fields})
+                rows_out.append({"shape": [rows, cols], "dtype": dname, **place, "fn": name, "bits": bits.get(name),
+                                 **fields})
                 print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} {method:11s} interleaved "
                       f"{text}", flush=True)
             continue
@@ -328,7 +352,7 @@ def main() -> int:
         nbytes = y.numel() * y.element_size()
         for name, fn in fns.items():
             t = time_methods(fn, y, copies, backend, budget_s=0.3)
-            row = {"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
+            row = {"shape": [rows, cols], "dtype": dname, **place, "fn": name, "bits": bits.get(name),
                    "kernelbench_median_us": t["kernelbench"], "kernelbench_mean_us": t["kernelbench_mean"],
                    "read_flush_us": t["read_flush"], "do_bench_us": t["do_bench"], "rotating_us": t["rotating"],
                    "rotating_gbps": nbytes / (t["rotating"] * 1e-6) / 1e9}
