@@ -141,17 +141,53 @@ def variant_fn(lib, variant: int, dtype_code: int, props, partials, grid_cap: in
     return fn
 
 
-def placed_input(storage: torch.Tensor | None, rows: int, cols: int, dtype, device, offset_mib: int | None):
-    """randn(rows, cols) (seed 0): a fresh tensor, or the same values `offset_mib` MiB into
-    `storage`, so that one process times the same kernels on the same values at other addresses."""
+def placed_inputs(rows: int, cols: int, dtype, device, offsets_mib) -> dict:
+    """randn(rows, cols) (seed 0) once per placement: for each offset, its own allocation with
+    the values that many MiB in, so that one process times the same kernels on the same
+    values at several addresses. {offset_mib: tensor}."""
     torch.manual_seed(0)
     values = torch.randn(rows, cols, device=device, dtype=dtype)
-    if offset_mib is None:
-        return values
-    skip = (offset_mib << 20) // values.element_size()
-    y = storage[skip:skip + rows * cols].view(rows, cols)
-    y.copy_(values)
-    return y
+    placed = {}
+    for off in offsets_mib:
+        skip = (off << 20) // values.element_size()
+        placed[off] = torch.empty(skip + rows * cols, device=device, dtype=dtype)[skip:].view(rows, cols)
+        placed[off].copy_(values)
+    return placed
+
+
+def at_placements(fns: dict, placed: dict, fillers=("eager", "torch.sum")) -> dict:
+    """Each of fns once per placement (`name@<offset>MiB`, called on that placement's input
+    whatever it is given); the fillers once, on the first placement."""
+    first = next(iter(placed.values()))
+    out = {}
+    for name, fn in fns.items():
+        if name in fillers:
+            out[name] = lambda _y, fn=fn: fn(first)
+            continue
+        for off, y in placed.items():
+            out[f"{name}@{off}MiB"] = lambda _y, fn=fn, y=y: fn(y)
+    return out
+
+
+def placement_gaps(by_method: dict, base: str, peer: str, offsets_mib):
+    """For single_calls_in_turn's result at placements (at_placements): peer minus base at each
+    placement (paired by round) and over all placements pooled, per method: (method, label,
+    fields, text); the difference's median, IQR and 95% interval in us."""
+    for method, times in by_method.items():
+        pooled = []
+        for label in [*(f"{off}MiB" for off in offsets_mib), "pooled"]:
+            if label == "pooled":
+                diffs = pooled
+            else:
+                diffs = [a - b for a, b in zip(times[f"{peer}@{label}"], times[f"{base}@{label}"])]
+                pooled += diffs
+            med = timing.stats_median(diffs)
+            lo, hi = (v * 1e3 for v in timing.median_interval(diffs))
+            fields = {"method": f"{method}_interleaved", "placement": label, f"{peer}_minus_{base}_us": med["median_ms"] * 1e3,
+                      "iqr_us": med["iqr_ms"] * 1e3, "ci95_us": [lo, hi], "pairs": len(diffs)}
+            text = (f"{peer} minus {base} {med['median_ms'] * 1e3:+.2f} us (IQR {med['iqr_ms'] * 1e3:.2f}, "
+                    f"95% [{lo:+.2f}, {hi:+.2f}], {len(diffs)} pairs)")
+            yield method, label, fields, text
 
 
 def eager_tail(y):
@@ -258,12 +294,15 @@ def main() -> int:
                         help="also time the library as users call it (kernels.div_sum_scale: the JIT-built torch "
                              "op) beside variant 6, its kernels built by this script")
     parser.add_argument("--offsets-mib", type=int, nargs="*", metavar="MIB",
-                        help="run each case once per offset, its input that many MiB into one larger "
-                             "allocation (the same values at other addresses)")
+                        help="with --interleaved: every function once per offset, on its own allocation "
+                             "holding the same values that many MiB in, all in the same rounds; prints "
+                             "Inductor minus the first variant at each placement and pooled")
     parser.add_argument("--baseline", metavar="DIR",
                         help="also time the library built from another copy of kernels/ (a previous commit's "
                              "headers in DIR) as `baseline library`, in the same process")
     args = parser.parse_args()
+    if args.offsets_mib and not args.interleaved:
+        parser.error("--offsets-mib times calls in turn: give --interleaved")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = build(out_dir, torch_order())
@@ -289,17 +328,18 @@ def main() -> int:
     if not args.ncu:
         ceiling = read_ceiling_gbps(dev, backend)
         print(f"read ceiling: {ceiling:.0f} GB/s ({prop.name}, torch {torch.__version__})", flush=True)
-    offsets = args.offsets_mib or [None]
-    storage = None
-    for ((rows, cols), dname), offset in [(case, offset) for case in cases for offset in offsets]:
+    placements = {}
+    for (rows, cols), dname in cases:
         dtype, code = DTYPES[dname]
-        if offset is not None and offset == offsets[0]:  # a case's first offset: one allocation for all of them
-            storage = None
-            storage = torch.empty((max(offsets) << 20) // dtype.itemsize + rows * cols, device=dev, dtype=dtype)
-        y = placed_input(storage, rows, cols, dtype, dev, offset)
-        place = {} if offset is None else {"offset_mib": offset, "data_ptr": hex(y.data_ptr())}
-        if place:
-            print(f"{rows}x{cols} {dname} at {offset} MiB into one allocation ({place['data_ptr']})", flush=True)
+        if args.offsets_mib:
+            placements = {}  # the last case's inputs freed first
+            placements = placed_inputs(rows, cols, dtype, dev, args.offsets_mib)
+            y = next(iter(placements.values()))
+            print(f"{rows}x{cols} {dname} placed at " +
+                  ", ".join(f"{off} MiB: {t.data_ptr():#x}" for off, t in placements.items()), flush=True)
+        else:
+            torch.manual_seed(0)
+            y = torch.randn(rows, cols, device=dev, dtype=dtype)
         ref = eager_tail(y)
         fns = {"eager": eager_tail, "torch.sum": row_sum}
         if not args.no_inductor:
@@ -311,6 +351,8 @@ def main() -> int:
             fns["baseline library"] = variant_fn(baseline, 6, code, props, partials)
         if args.library_op:
             fns["library op"] = lambda t: kernels.div_sum_scale(t, 2, 1.5)  # built on its first call
+        if placements:
+            fns = at_placements(fns, placements)
         bits = {}
         for name, fn in list(fns.items()):
             try:
@@ -338,21 +380,25 @@ def main() -> int:
         if args.interleaved:
             # eager and torch.sum stay in the rounds: their GPU time keeps the queue ahead of
             # Inductor's host time, as in vs_inductor.py. Queued calls are named by their flush.
-            base = next(name for name in fns if name not in ("eager", "torch.sum", "inductor"))
+            base = next(name for name in fns if name.split("@")[0] not in ("eager", "torch.sum", "inductor"))
             by_method = single_calls_in_turn(fns, y, backend, flush_rounds=args.interleaved,
                                              kernelbench_rounds=max(1, args.interleaved // 4),
                                              do_bench_rounds=args.do_bench_rounds, flush=args.flush or "read")
             for method, name, fields, text in in_turn_summary(by_method, base, "first", f"{base}:"):
-                rows_out.append({"shape": [rows, cols], "dtype": dname, **place, "fn": name, "bits": bits.get(name),
-                                 **fields})
+                rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name), **fields})
                 print(f"{rows}x{cols} {dname:8s} {name:17s} bits={str(bits.get(name)):5s} {method:11s} interleaved "
                       f"{text}", flush=True)
+            if placements and not args.no_inductor:
+                plain = base.split("@")[0]
+                for method, label, fields, text in placement_gaps(by_method, plain, "inductor", args.offsets_mib):
+                    rows_out.append({"shape": [rows, cols], "dtype": dname, "fn": f"inductor - {plain}", **fields})
+                    print(f"{rows}x{cols} {dname:8s} {method:11s} at {label:7s} {text}", flush=True)
             continue
         copies = timing.rotating_copies(y, l2, cap=64)
         nbytes = y.numel() * y.element_size()
         for name, fn in fns.items():
             t = time_methods(fn, y, copies, backend, budget_s=0.3)
-            row = {"shape": [rows, cols], "dtype": dname, **place, "fn": name, "bits": bits.get(name),
+            row = {"shape": [rows, cols], "dtype": dname, "fn": name, "bits": bits.get(name),
                    "kernelbench_median_us": t["kernelbench"], "kernelbench_mean_us": t["kernelbench_mean"],
                    "read_flush_us": t["read_flush"], "do_bench_us": t["do_bench"], "rotating_us": t["rotating"],
                    "rotating_gbps": nbytes / (t["rotating"] * 1e-6) / 1e9}
