@@ -32,6 +32,10 @@ CUDA_FLUSH_BYTES = 256 * MiB  # KernelBench fills a (32, 1024, 1024) int64 tenso
 
 CPU_FLUSH_BYTES = 64 * MiB  # larger than any server CPU's last-level cache slice we meet
 
+# GPU cycles the CUDA read flush spins before it reads (about 130 us at the H200's
+# 1.98 GHz): longer than any host path per call met here (Inductor's compiled tail: 40-80 us).
+CUDA_SPACER_CYCLES = 1 << 18
+
 # CPU defaults: a default CPU run must finish in about a minute on 2 cores, where one
 # forward of the full-size model (137 GFLOP) takes ~1.5 s.
 CPU_KB_WARMUP = 1
@@ -111,9 +115,10 @@ class Backend:
     flush: Callable[[], None]
     new_timer: Callable[[], Any]
     flush_bytes: int
-    # The robust method's flush. On CUDA it evicts the cache by reading: that leaves
-    # only clean lines behind, where the write flush leaves dirty ones whose write-back
-    # overlaps the next timed call and makes a ~10 us kernel's time vary run to run.
+    # The robust method's flush. On CUDA it evicts the cache by reading (behind a spin that
+    # keeps the GPU ahead of the host: make_backend): that leaves only clean lines behind,
+    # where the write flush leaves dirty ones whose write-back overlaps the next timed
+    # call and makes a ~10 us kernel's time vary run to run.
     robust_flush: Callable[[], Any]
 
 
@@ -127,7 +132,15 @@ def make_backend(device: torch.device, flush_bytes: int | None = None) -> Backen
         def sync() -> None:
             torch.cuda.synchronize(device)
 
-        return Backend(device, "cuda-events", sync, buf.zero_, CudaEventTimer, nbytes, robust_flush=buf.max)
+        def read_flush() -> torch.Tensor:
+            # Queued calls are timed by events that run when the GPU reaches them: a caller
+            # whose host work per call outlasts the flush's ~60 us lets the queue drain, and
+            # its events then time the host too (Inductor's tail at 1024 x 8192 read 50-95 us
+            # for an 11 us kernel, results/tail_variants/run74). The spin keeps the GPU ahead.
+            torch.cuda._sleep(CUDA_SPACER_CYCLES)
+            return buf.max()
+
+        return Backend(device, "cuda-events", sync, buf.zero_, CudaEventTimer, nbytes, robust_flush=read_flush)
     nbytes = CPU_FLUSH_BYTES if flush_bytes is None else flush_bytes
     buf = torch.empty(nbytes // 4, dtype=torch.int32)
     return Backend(device, "host-perf_counter", noop, buf.zero_, lambda: HostTimer(noop), nbytes,

@@ -14,13 +14,17 @@ under four methods and three of them again taken in turn, all in one process:
 * kernelbench_interleaved, read_flush_interleaved, do_bench_interleaved: the single-call
   methods again (tail_variants.single_calls_in_turn), with the four functions called in
   turn, round by round in a balanced order (timing.round_order: each follows each other
-  equally often; each call still after its own flush, timed alone; do_bench for
-  DO_BENCH_ROUNDS rounds, the median of its medians), so that the clock and memory drift of
-  a sequential run, which moves a ~10 us kernel by several percent, hits all four alike:
-  one do_bench after another put ours 3-9% behind at 1024 x 8192 fp32 where taken in turn
-  the two tied (results/kernel_notes.md). Each of those rows also gives ours minus Inductor
-  round by round: the median difference, its distribution-free 95% interval
-  (timing.median_interval) and a verdict (behind or ahead where the interval excludes 0).
+  equally often; each call still after its own flush, timed alone; do_bench the median of
+  its medians), so that the clock and memory drift of a sequential run, which moves a
+  ~10 us kernel by several percent, hits all four alike: one do_bench after another put
+  ours 3-9% behind at 1024 x 8192 fp32 where taken in turn the two tied
+  (results/kernel_notes.md). The rounds come in PASSES passes over every point, spread
+  over the run: one block of rounds put ours 0.86 us behind and, seconds later on the same
+  values, 0.67 ahead (bf16 16384 x 8192, results/tail_variants/run73), a drift between
+  blocks that rounds within one block do not see. Each of those rows also gives ours
+  minus Inductor round by round, pooled over the passes: the median difference, its
+  distribution-free 95% interval (timing.median_interval), each pass's median, and a
+  verdict (behind or ahead where the interval excludes 0).
 
 With Nsight Compute on the PATH it also profiles 1024 x 8192 fp32 (ours, Inductor's,
 an empty kernel and an unordered read of the same bytes on the same machine: what any
@@ -40,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import torch
@@ -57,8 +62,9 @@ SHAPES = [(128, 8192), (1024, 8192), (4096, 8192), (16384, 8192), (1024, 65536),
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 METHODS = ("kernelbench", "do_bench", "read_flush", "rotating")
 INTERLEAVED = ("kernelbench_interleaved", "read_flush_interleaved", "do_bench_interleaved")
-ROUNDS = 200
-DO_BENCH_ROUNDS = 5
+ROUNDS = 200  # per point, over all passes
+DO_BENCH_ROUNDS = 8
+PASSES = 4
 HOST_ROUNDS = 9
 
 
@@ -66,26 +72,51 @@ def ours(y):
     return kernels.div_sum_scale(y, 2, 1.5)
 
 
-def interleaved_times(fns: dict, y: torch.Tensor, backend, ours: str = "ours",
-                      peer: str = "inductor") -> tuple[dict, dict]:
-    """The single-call methods taken in turn (3 warm-ups each; KernelBench's protocol and the
-    read-flush calls for ROUNDS rounds, do_bench for DO_BENCH_ROUNDS), keyed
-    `<method>_interleaved`: the median microseconds per function, and fns[ours] minus
-    fns[peer] round by round (its median, the median's 95% interval, the rounds)."""
+def compiled_tail():
+    """Inductor's compiled eager tail under a code object of its own: Dynamo keeps compiled
+    entries per code object and checks their guards in turn on every call, so one compiled
+    function for all 24 points would charge each call the other points' guards."""
+    fresh = types.FunctionType(eager_tail.__code__.replace(), eager_tail.__globals__, eager_tail.__name__)
+    return torch.compile(fresh, dynamic=False)
+
+
+def in_turn_pass(fns: dict, y: torch.Tensor, backend, p: int, passes: int) -> dict:
+    """Pass p of `passes` over the single-call methods taken in turn (2 warm-ups each): its
+    share of ROUNDS and DO_BENCH_ROUNDS, the functions' order rotated by 2p so that the passes
+    together run every round of round_order's balanced square. {method: {name: [ms]}}."""
     for fn in fns.values():
-        for _ in range(3):
+        for _ in range(2):
             fn(y)
     backend.sync()
-    times = single_calls_in_turn(fns, y, backend, flush_rounds=ROUNDS, kernelbench_rounds=ROUNDS,
-                                 do_bench_rounds=DO_BENCH_ROUNDS)
-    medians = {name: {f"{method}_interleaved": statistics.median(t[name]) * 1e3 for method, t in times.items()}
-               for name in fns}
+    names = list(fns)
+    shift = 2 * p % len(names)
+    rotated = {name: fns[name] for name in names[shift:] + names[:shift]}
+    return single_calls_in_turn(rotated, y, backend, flush_rounds=ROUNDS // passes,
+                                kernelbench_rounds=ROUNDS // passes, do_bench_rounds=DO_BENCH_ROUNDS // passes)
+
+
+def pooled_in_turn(passes: list, ours: str = "ours", peer: str = "inductor") -> tuple[dict, dict]:
+    """in_turn_pass results pooled, keyed `<method>_interleaved`: the median microseconds per
+    function, and fns[ours] minus fns[peer] round by round (its median, the median's 95%
+    interval, the rounds, and each pass's median)."""
+    methods = passes[0].keys()
+    pooled = {m: {name: [t for one in passes for t in one[m][name]] for name in passes[0][m]} for m in methods}
+    medians = {name: {f"{m}_interleaved": statistics.median(pooled[m][name]) * 1e3 for m in methods}
+               for name in passes[0][next(iter(methods))]}
     gaps = {}
-    for method, t in times.items():
-        gap = timing.paired_differences({ours: t[ours], peer: t[peer]}, peer)[f"{ours} - {peer}"]
-        gaps[f"{method}_interleaved"] = {"median": gap["median_ms"] * 1e3, "ci95": [v * 1e3 for v in gap["ci95_ms"]],
-                                         "rounds": len(t[ours])}
+    for m in methods:
+        gap = timing.paired_differences({ours: pooled[m][ours], peer: pooled[m][peer]}, peer)[f"{ours} - {peer}"]
+        per_pass = [statistics.median(a - b for a, b in zip(one[m][ours], one[m][peer])) * 1e3 for one in passes]
+        gaps[f"{m}_interleaved"] = {"median": gap["median_ms"] * 1e3, "ci95": [v * 1e3 for v in gap["ci95_ms"]],
+                                    "rounds": len(pooled[m][ours]), "pass_medians": per_pass}
     return medians, gaps
+
+
+def interleaved_times(fns: dict, y: torch.Tensor, backend, ours: str = "ours",
+                      peer: str = "inductor") -> tuple[dict, dict]:
+    """The single-call methods taken in turn for one point, in one pass: pooled_in_turn's
+    medians and gaps."""
+    return pooled_in_turn([in_turn_pass(fns, y, backend, 0, 1)], ours, peer)
 
 
 def gap_verdict(gap: dict) -> str:
@@ -95,8 +126,10 @@ def gap_verdict(gap: dict) -> str:
 
 
 def gap_text(gap: dict, sep: str = " ") -> str:
-    """`median [lo, hi]`, sep, the verdict: one paired gap as the tables print it."""
-    return f"{gap['median']:+.2f} [{gap['ci95'][0]:+.2f}, {gap['ci95'][1]:+.2f}]{sep}{gap_verdict(gap)}"
+    """`median [lo, hi]` (and the passes' medians), sep, the verdict: one paired gap as the
+    tables print it."""
+    passes = f" (passes {' '.join(f'{v:+.2f}' for v in gap['pass_medians'])})" if len(gap.get("pass_medians", [])) > 1 else ""
+    return f"{gap['median']:+.2f} [{gap['ci95'][0]:+.2f}, {gap['ci95'][1]:+.2f}]{passes}{sep}{gap_verdict(gap)}"
 
 
 @torch.no_grad()  # KernelBench's protocol; with grad on, ModelNewColsum recomputes its column sum
@@ -283,6 +316,14 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def point_row(dname: str, y: torch.Tensor, method: str, times: dict, bits: dict) -> dict:
+    """One row of the tables: every function's time under `method` (times: {name: {method: us}})."""
+    return {"shape": list(y.shape), "dtype": dname, "method": method, "bytes": y.numel() * y.element_size(),
+            "ours_us": times["ours"][method], "inductor_us": times["inductor"][method],
+            "eager_us": times["eager"][method], "torch_sum_us": times["torch_sum"][method],
+            "bits_ours": bits["ours"], "bits_inductor": bits["inductor"]}
+
+
 def write_outputs(out: Path, result: dict) -> None:
     (out / "vs_inductor.json").write_text(json.dumps(result, indent=1))
     (out / "vs_inductor.md").write_text(markdown(result))
@@ -314,38 +355,42 @@ def main() -> int:
         write_outputs(out, result)
         print(markdown(result)[-1500:])
         return 0
-    compiled = torch.compile(eager_tail, dynamic=False)
     ceiling = read_ceiling_gbps(dev, backend)
     rows = []
     result = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
               "commit": machine.git_info()["commit"], "read_ceiling_gbps": ceiling, "rows": rows,
               "colsum_forward": None, "host_us": {}, "ncu": None}
     out.mkdir(parents=True, exist_ok=True)
+    points = []  # (dtype name, y, fns, bits) of every point, kept for the passes in turn
     for dname, dtype in DTYPES.items():
         for rows_, cols in SHAPES:
             torch.manual_seed(0)
             y = torch.randn(rows_, cols, device=dev, dtype=dtype)
             ref = eager_tail(y)
-            bits = {"ours": bool(torch.equal(ours(y), ref)), "inductor": bool(torch.equal(compiled(y), ref))}
+            fns = {"ours": ours, "inductor": compiled_tail(), "eager": eager_tail, "torch_sum": row_sum}
+            bits = {"ours": bool(torch.equal(ours(y), ref)), "inductor": bool(torch.equal(fns["inductor"](y), ref))}
             copies = timing.rotating_copies(y, l2, cap=64)
-            fns = {"ours": ours, "inductor": compiled, "eager": eager_tail, "torch_sum": row_sum}
             times = {name: time_methods(fn, y, copies, backend) for name, fn in fns.items()}
-            medians, gaps = interleaved_times(fns, y, backend)
-            for name, t in medians.items():
-                times[name].update(t)
-            for method in METHODS + INTERLEAVED:
-                rows.append({"shape": [rows_, cols], "dtype": dname, "method": method, "bytes": y.numel() * y.element_size(),
-                             "ours_us": times["ours"][method], "inductor_us": times["inductor"][method],
-                             "eager_us": times["eager"][method], "torch_sum_us": times["torch_sum"][method],
-                             "bits_ours": bits["ours"], "bits_inductor": bits["inductor"]})
-                if method in gaps:
-                    rows[-1]["ours_minus_inductor_us"] = gaps[method]
+            for method in METHODS:
+                rows.append(point_row(dname, y, method, times, bits))
                 if method == "kernelbench":
                     rows[-1]["means_us"] = {k: v["kernelbench_mean"] for k, v in times.items()}
             print(f"{rows_}x{cols} {dname}: bits ours {bits['ours']} inductor {bits['inductor']}; rotating ours "
                   f"{times['ours']['rotating']:.2f} inductor {times['inductor']['rotating']:.2f}", flush=True)
-            del copies, y
+            del copies
+            points.append((dname, y, fns, bits))
             write_outputs(out, result)  # after each point and part, so a run cut short keeps what it measured
+    in_turn = [[] for _ in points]
+    for p in range(PASSES):
+        for i, (dname, y, fns, bits) in enumerate(points):
+            in_turn[i].append(in_turn_pass(fns, y, backend, p, PASSES))
+        print(f"pass {p + 1} of {PASSES} in turn done", flush=True)
+    for (dname, y, fns, bits), passes in zip(points, in_turn):
+        medians, gaps = pooled_in_turn(passes)
+        for method in INTERLEAVED:
+            rows.append({**point_row(dname, y, method, medians, bits), "ours_minus_inductor_us": gaps[method]})
+    del points, in_turn
+    write_outputs(out, result)
     parts = [("colsum_forward", lambda: colsum_forward_rows(backend, l2)), ("host_us", host_times)]
     if not args.no_ncu:
         parts.append(("ncu", run_ncu))

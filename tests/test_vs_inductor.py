@@ -1,0 +1,58 @@
+"""scripts/vs_inductor.py's rounds in turn, on the CPU: the passes together keep the balanced
+order, and their times pool into one gap with each pass's median beside it."""
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "scripts")]
+
+pytest.importorskip("triton.testing")  # tail_variants times with triton's do_bench
+import vs_inductor  # noqa: E402
+from harness import timing  # noqa: E402
+
+
+def test_passes_together_give_every_function_every_place_equally_often(monkeypatch):
+    places = Counter()
+    do_bench_places = Counter()
+
+    def fake_in_turn(fns, y, backend, *, flush_rounds, kernelbench_rounds, do_bench_rounds):
+        names = list(fns)
+        for r in range(flush_rounds):
+            places.update((name, i) for i, name in enumerate(timing.round_order(names, r)))
+        for r in range(do_bench_rounds):
+            do_bench_places.update((name, i) for i, name in enumerate(timing.round_order(names, r)))
+        return {}
+
+    class Backend:
+        def sync(self):
+            pass
+
+    monkeypatch.setattr(vs_inductor, "single_calls_in_turn", fake_in_turn)
+    fns = {name: (lambda y: None) for name in ("ours", "inductor", "eager", "torch_sum")}
+    for p in range(vs_inductor.PASSES):
+        vs_inductor.in_turn_pass(fns, None, Backend(), p, vs_inductor.PASSES)
+    assert set(places.values()) == {vs_inductor.ROUNDS // len(fns)}
+    assert len(places) == len(fns) ** 2
+    assert set(do_bench_places.values()) == {vs_inductor.DO_BENCH_ROUNDS // len(fns)}
+    assert len(do_bench_places) == len(fns) ** 2
+
+
+def test_pooled_in_turn_pools_rounds_and_keeps_each_pass_median():
+    def one_pass(gap_ms):
+        ours = [0.010 + gap_ms + 0.001 * i for i in range(5)]
+        peer = [0.010 + 0.001 * i for i in range(5)]
+        return {"read_flush": {"ours": ours, "inductor": peer}}
+
+    medians, gaps = vs_inductor.pooled_in_turn([one_pass(0.002), one_pass(-0.001), one_pass(0.002)])
+    gap = gaps["read_flush_interleaved"]
+    assert gap["rounds"] == 15
+    assert gap["pass_medians"] == pytest.approx([2.0, -1.0, 2.0])
+    assert gap["median"] == pytest.approx(2.0)
+    assert gap["ci95"][0] <= gap["median"] <= gap["ci95"][1]
+    assert medians["inductor"]["read_flush_interleaved"] == pytest.approx(12.0)
+    assert vs_inductor.gap_verdict({"ci95": [0.1, 0.3]}) == "behind"
+    assert "(passes +2.00 -1.00 +2.00)" in vs_inductor.gap_text(gap)
