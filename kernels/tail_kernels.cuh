@@ -719,6 +719,14 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   if constexpr (kWarm) warm_behind_warmed_launch(a, r, row, static_cast<uint32_t>(U * kLeanBlock * sizeof(W)));
   if constexpr (kPdl) wait_for_prior_grids();
   lean_load<U, kStep, kLoad, kExactRows>(buf, row, t, geo.nvec, policy);
+  // A block row's tail (below) is read while the vectors fly: read after them, it kept the
+  // first warp, and so the whole block, one more memory latency (results/kernel_notes.md,
+  // session 17). Warp rows read it after the vectors (early, it spilled the wide kernel).
+  float early_tail = 0.0f;
+  if constexpr (kShifted && !kWarpRows) {
+    if (warp == 0 && lane < (a.cols - geo.base) % V)
+      early_tail = lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
+  }
   if constexpr (kWarm) record_warmed_trigger(a, r);
   if constexpr (kPdl) allow_dependent_launch();
 
@@ -743,7 +751,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
     lean_load<U, kStep, kLoad>(buf, row, k, geo.nvec, policy);
   }
   if (owns_edges && lane < (a.cols - geo.base) % V)
-    acc[0] = acc[0] + lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
+    acc[0] = acc[0] + (kWarpRows ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : early_tail);
   const float leaf = lean_leaf(acc);
 
   if constexpr (kWarpRows) {
