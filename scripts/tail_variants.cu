@@ -255,7 +255,8 @@ int launch_ring_rows(const Plan& p, const LeanArgs<T>& a, const DeviceShape& pro
 // side, and warp i finishes row i's tree over the warps. A block then lives kRows times as
 // long against the same tree and barrier at its end: at bf16 16384 x 8192 the one-row
 // kernel kept 82% of warps active against Inductor's 90% (run71). Rows of exactly U * 512
-// aligned 16-byte vectors, lanes-before-warps order (torch 2.10+).
+// aligned 16-byte vectors, lanes-before-warps order (torch 2.10+); launched for 16-bit rows of
+// 8192 (U = 2) only, where no count of rows per block spills.
 template <typename T, int U, int kRows, int kMinBlocks, bool kPackedMul>
 __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanArgs<T> a) {
   constexpr int V = 16 / sizeof(T);
@@ -311,13 +312,17 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanA
 
 template <typename T, int kRows, int kMinBlocks>
 int launch_multi_row(const Plan& p, const LeanArgs<T>& a, cudaStream_t stream) {
-  return with_exact_row_vectors<T, 1, 2, 4>(p, a, [&](auto u) {
-    return with_packed_mul(a, [&](auto packed) {
-      return launch_programmatic(multi_row_kernel<T, decltype(u)::value, kRows, kMinBlocks, decltype(packed)::value>,
-                                 dim3(static_cast<unsigned>(ceil_div(a.rows, kRows))), dim3(kLeanBlock), 0, stream,
-                                 true, a);
+  if constexpr (sizeof(T) != 2) {
+    return -1;
+  } else {
+    return with_exact_row_vectors<T, 2>(p, a, [&](auto u) {
+      return with_packed_mul(a, [&](auto packed) {
+        return launch_programmatic(multi_row_kernel<T, decltype(u)::value, kRows, kMinBlocks, decltype(packed)::value>,
+                                   dim3(static_cast<unsigned>(ceil_div(a.rows, kRows))), dim3(kLeanBlock), 0, stream,
+                                   true, a);
+      });
     });
-  });
+  }
 }
 
 // The lean kernel with U vectors in flight per logical thread, a block per row or (kWarpRows)
@@ -532,7 +537,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // bulk, evict-first; 78-80: blocks 0-263 (80: 0-131) warm the row one wave of blocks (528) ahead by bulk
 // prefetch, 79 marked evict-first; run56's 76 and 77, bulk warming of 264 or 132 rows only behind another
 // warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it; 82-84 multi_row_kernel,
-// the loop-free block rows two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84)). Variants tried and
+// the loop-free 16-bit rows of 8192 two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84)). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
 // in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the
