@@ -378,8 +378,8 @@ def main() -> int:
             print("ncu order:", list(fns))
             continue
         if args.interleaved:
-            # eager and torch.sum stay in the rounds: their GPU time keeps the queue ahead of
-            # Inductor's host time, as in vs_inductor.py. Queued calls are named by their flush.
+            # eager and torch.sum stay in the rounds, as in vs_inductor.py (the read flush's spin
+            # keeps the queue ahead of Inductor's host time). Queued calls are named by their flush.
             base = next(name for name in fns if name.split("@")[0] not in ("eager", "torch.sum", "inductor"))
             by_method = single_calls_in_turn(fns, y, backend, flush_rounds=args.interleaved,
                                              kernelbench_rounds=max(1, args.interleaved // 4),
