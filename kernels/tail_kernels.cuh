@@ -719,13 +719,17 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   if constexpr (kWarm) warm_behind_warmed_launch(a, r, row, static_cast<uint32_t>(U * kLeanBlock * sizeof(W)));
   if constexpr (kPdl) wait_for_prior_grids();
   lean_load<U, kStep, kLoad, kExactRows>(buf, row, t, geo.nvec, policy);
-  // A block row's tail (below) is read while the vectors fly: read after them, it kept the
-  // first warp, and so the whole block, one more memory latency (results/kernel_notes.md,
-  // session 17). Warp rows read it after the vectors (early, it spilled the wide kernel).
+  // The row's head and tail belong to the first warp's lanes (the reference's
+  // should_reduce_tail); the head is added first, the tail after the vectors. A block row
+  // reads its tail while the vectors fly: read after them, it kept the first warp, and so the
+  // whole block, one more memory latency (results/kernel_notes.md, session 17). Warp rows
+  // read it after the vectors (early, it spilled the wide kernel).
+  const bool owns_edges = kShifted && (kWarpRows || warp == 0);
+  const auto owns_tail = [&] { return owns_edges && lane < (a.cols - geo.base) % V; };
+  const auto tail_quotient = [&] { return lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv); };
   float early_tail = 0.0f;
-  if constexpr (kShifted && !kWarpRows) {
-    if (warp == 0 && lane < (a.cols - geo.base) % V)
-      early_tail = lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv);
+  if constexpr (!kWarpRows) {
+    if (owns_tail()) early_tail = tail_quotient();
   }
   if constexpr (kWarm) record_warmed_trigger(a, r);
   if constexpr (kPdl) allow_dependent_launch();
@@ -734,9 +738,6 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   float acc[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-  // The row's head and tail belong to the first warp's lanes (the reference's
-  // should_reduce_tail); the head is added first, the tail after the vectors.
-  const bool owns_edges = kShifted && (kWarpRows || warp == 0);
   if (owns_edges && geo.shift > 0 && lane >= geo.shift && lane < V)
     acc[0] = 0.0f + lean_element_quotient(row_start + (lane - geo.shift), a.inv);
 #pragma unroll 1
@@ -750,8 +751,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
     if (k >= geo.nvec) break;
     lean_load<U, kStep, kLoad>(buf, row, k, geo.nvec, policy);
   }
-  if (owns_edges && lane < (a.cols - geo.base) % V)
-    acc[0] = acc[0] + (kWarpRows ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : early_tail);
+  if (owns_tail()) acc[0] = acc[0] + (kWarpRows ? tail_quotient() : early_tail);
   const float leaf = lean_leaf(acc);
 
   if constexpr (kWarpRows) {
