@@ -262,13 +262,14 @@ def robust_time(
     return {**stats_median(times), "calls": calls, "warmup": warmup}
 
 
-def paired_time(fns: dict, *, rounds: int, backend: Backend) -> dict:
+def paired_time(fns: dict, *, rounds: int, backend: Backend, first_round: int = 0) -> dict:
     """Each function once per round, in turn (round_order), each after a cache flush:
     per-function times (ms) taken side by side. The GEMM's time drifts by tens of microseconds
     between runs; interleaving makes the differences between rows immune to that drift,
-    so they can resolve a ~10 us tail under a 2.7 ms GEMM."""
+    so they can resolve a ~10 us tail under a 2.7 ms GEMM. `first_round`: where in
+    round_order's sequence these rounds start (calls split into blocks continue it)."""
     times = {name: [] for name in fns}
-    for r in range(rounds):
+    for r in range(first_round, first_round + rounds):
         for name in round_order(list(fns), r):
             times[name].append(_timed_call(fns[name], (), backend.sync, backend.flush, backend.new_timer))
     return times
@@ -288,19 +289,21 @@ def round_order(names: Sequence, r: int) -> list:
     return order if k < n else order[::-1]
 
 
-def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, backend: Backend) -> dict:
+def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, backend: Backend,
+                            first_round: int = 0) -> dict:
     """robust_time's read-flush calls for several functions, taken in turn: each round
     calls every function once (each after a read flush, in round_order's order),
     all queued without a host synchronize. Drift of the clocks or the memory state then
     hits every function alike, so per-round differences (paired_differences) resolve gaps
-    that timing one function after another confounds with drift. Milliseconds per call."""
+    that timing one function after another confounds with drift. Milliseconds per call.
+    `first_round` as in paired_time."""
     names = list(fns)
     for name in names:  # warm-up
         backend.robust_flush()
         fns[name](*args)
     backend.sync()
     timers = {name: [] for name in names}
-    for r in range(rounds):
+    for r in range(first_round, first_round + rounds):
         for name in round_order(names, r):
             backend.robust_flush()
             timer = backend.new_timer()

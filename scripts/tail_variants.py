@@ -221,28 +221,32 @@ def time_methods(fn, y, copies, backend, budget_s: float = 0.2) -> dict:
             "do_bench": db * 1e3, "read_flush": rf["median_ms"] * 1e3, "rotating": gr["median_ms"] * 1e3}
 
 
-def do_bench_in_turn(fns: dict, y: torch.Tensor, rounds: int) -> dict:
-    """triton's do_bench of each function, `rounds` rounds in turn (timing.round_order): one
-    do_bench after another confounds a gap of a few percent with drift."""
+def do_bench_in_turn(fns: dict, y: torch.Tensor, rounds: int, first_round: int = 0) -> dict:
+    """triton's do_bench of each function, `rounds` rounds in turn (timing.round_order, from
+    `first_round` on): one do_bench after another confounds a gap of a few percent with drift."""
     times = {name: [] for name in fns}
-    for r in range(rounds):
+    for r in range(first_round, first_round + rounds):
         for name in timing.round_order(list(fns), r):
             times[name].append(do_bench_ms(fns[name], y))
     return times
 
 
 def single_calls_in_turn(fns: dict, y: torch.Tensor, backend, *, flush_rounds: int, kernelbench_rounds: int,
-                         do_bench_rounds: int = 0, flush: str = "read") -> dict:
+                         do_bench_rounds: int = 0, flush: str = "read", block: int = 0) -> dict:
     """Milliseconds per call of each fn(y) under the single-call methods, the functions taken
     in turn so that drift hits all alike: queued calls each after the backend's robust flush
     (`{flush}_flush`, timing.interleaved_robust_time), KernelBench's per-call protocol
     (`kernelbench`, timing.paired_time) and, given rounds, triton's do_bench (`do_bench`).
+    `block`: this call's place among calls of as many rounds each, spread over a run; its
+    rounds continue timing.round_order's sequence, so that the blocks together keep its balance.
     {method: {name: [ms, one per round]}}."""
-    times = {f"{flush}_flush": timing.interleaved_robust_time(fns, (y,), rounds=flush_rounds, backend=backend),
+    times = {f"{flush}_flush": timing.interleaved_robust_time(fns, (y,), rounds=flush_rounds, backend=backend,
+                                                             first_round=block * flush_rounds),
              "kernelbench": timing.paired_time({n: (lambda fn=fn: fn(y)) for n, fn in fns.items()},
-                                               rounds=kernelbench_rounds, backend=backend)}
+                                               rounds=kernelbench_rounds, backend=backend,
+                                               first_round=block * kernelbench_rounds)}
     if do_bench_rounds:
-        times["do_bench"] = do_bench_in_turn(fns, y, do_bench_rounds)
+        times["do_bench"] = do_bench_in_turn(fns, y, do_bench_rounds, first_round=block * do_bench_rounds)
     return times
 
 

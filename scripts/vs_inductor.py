@@ -82,17 +82,14 @@ def compiled_tail():
 
 def in_turn_pass(fns: dict, y: torch.Tensor, backend, p: int, passes: int) -> dict:
     """Pass p of `passes` over the single-call methods taken in turn (2 warm-ups each): its
-    share of ROUNDS and DO_BENCH_ROUNDS, the functions' order rotated by 2p so that the passes
-    together run every round of round_order's balanced square. {method: {name: [ms]}}."""
+    share of ROUNDS and DO_BENCH_ROUNDS, continuing round_order's balanced sequence where pass
+    p - 1 left it. {method: {name: [ms]}}."""
     for fn in fns.values():
         for _ in range(2):
             fn(y)
     backend.sync()
-    names = list(fns)
-    shift = 2 * p % len(names)
-    rotated = {name: fns[name] for name in names[shift:] + names[:shift]}
-    return single_calls_in_turn(rotated, y, backend, flush_rounds=ROUNDS // passes,
-                                kernelbench_rounds=ROUNDS // passes, do_bench_rounds=DO_BENCH_ROUNDS // passes)
+    return single_calls_in_turn(fns, y, backend, flush_rounds=ROUNDS // passes, kernelbench_rounds=ROUNDS // passes,
+                                do_bench_rounds=DO_BENCH_ROUNDS // passes, block=p)
 
 
 def pooled_in_turn(passes: list, ours: str = "ours", peer: str = "inductor") -> tuple[dict, dict]:

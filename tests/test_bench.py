@@ -134,6 +134,21 @@ def test_interleaved_robust_time_balances_the_order_and_flushes_before_each_call
     assert lo <= diffs["b - a"]["median_ms"] <= hi
 
 
+def test_in_turn_loops_continue_the_order_from_first_round():
+    from harness import timing
+
+    rec = Recorder()
+    backend = timing.Backend(torch.device("cpu"), "fake", rec.sync, rec.flush, rec.new_timer, 0,
+                             robust_flush=rec.flush)
+    calls = []
+    fns = {name: (lambda n: lambda: calls.append(n))(name) for name in "abc"}
+    timing.interleaved_robust_time(fns, rounds=2, backend=backend, first_round=2)
+    assert calls[3:] == list("cab" "cba")  # rounds 2 and 3 of round_order, after one warm-up each
+    calls.clear()
+    timing.paired_time(fns, rounds=2, backend=backend, first_round=2)
+    assert calls == list("cab" "cba")
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7])
 def test_round_order_puts_each_function_in_each_place_and_behind_each_other_equally_often(n):
     from collections import Counter

@@ -16,29 +16,32 @@ from harness import timing  # noqa: E402
 
 
 def test_passes_together_give_every_function_every_place_equally_often(monkeypatch):
-    places = Counter()
-    do_bench_places = Counter()
+    import tail_variants
 
-    def fake_in_turn(fns, y, backend, *, flush_rounds, kernelbench_rounds, do_bench_rounds):
-        names = list(fns)
-        for r in range(flush_rounds):
-            places.update((name, i) for i, name in enumerate(timing.round_order(names, r)))
-        for r in range(do_bench_rounds):
-            do_bench_places.update((name, i) for i, name in enumerate(timing.round_order(names, r)))
-        return {}
+    places = {"flush": Counter(), "kernelbench": Counter(), "do_bench": Counter()}
+
+    def recorder(method):
+        def record(fns, *args, rounds=None, backend=None, first_round=0):
+            rounds = args[-1] if rounds is None else rounds  # do_bench_in_turn takes it by position
+            for r in range(first_round, first_round + rounds):
+                places[method].update((name, i) for i, name in enumerate(timing.round_order(list(fns), r)))
+            return {}
+        return record
 
     class Backend:
         def sync(self):
             pass
 
-    monkeypatch.setattr(vs_inductor, "single_calls_in_turn", fake_in_turn)
+    monkeypatch.setattr(tail_variants.timing, "interleaved_robust_time", recorder("flush"))
+    monkeypatch.setattr(tail_variants.timing, "paired_time", recorder("kernelbench"))
+    monkeypatch.setattr(tail_variants, "do_bench_in_turn", recorder("do_bench"))
     fns = {name: (lambda y: None) for name in ("ours", "inductor", "eager", "torch_sum")}
     for p in range(vs_inductor.PASSES):
         vs_inductor.in_turn_pass(fns, None, Backend(), p, vs_inductor.PASSES)
-    assert set(places.values()) == {vs_inductor.ROUNDS // len(fns)}
-    assert len(places) == len(fns) ** 2
-    assert set(do_bench_places.values()) == {vs_inductor.DO_BENCH_ROUNDS // len(fns)}
-    assert len(do_bench_places) == len(fns) ** 2
+    rounds = {"flush": vs_inductor.ROUNDS, "kernelbench": vs_inductor.ROUNDS, "do_bench": vs_inductor.DO_BENCH_ROUNDS}
+    for method, counts in places.items():
+        assert len(counts) == len(fns) ** 2, method
+        assert set(counts.values()) == {rounds[method] // len(fns)}, method
 
 
 def test_pooled_in_turn_pools_rounds_and_keeps_each_pass_median():
