@@ -174,19 +174,15 @@ def placement_gaps(by_method: dict, base: str, peer: str, offsets_mib):
     placement (paired by round) and over all placements pooled, per method: (method, label,
     fields, text); the difference's median, IQR and 95% interval in us."""
     for method, times in by_method.items():
-        pooled = []
-        for label in [*(f"{off}MiB" for off in offsets_mib), "pooled"]:
-            if label == "pooled":
-                diffs = pooled
-            else:
-                diffs = [a - b for a, b in zip(times[f"{peer}@{label}"], times[f"{base}@{label}"])]
-                pooled += diffs
-            med = timing.stats_median(diffs)
-            lo, hi = (v * 1e3 for v in timing.median_interval(diffs))
-            fields = {"method": f"{method}_interleaved", "placement": label, f"{peer}_minus_{base}_us": med["median_ms"] * 1e3,
-                      "iqr_us": med["iqr_ms"] * 1e3, "ci95_us": [lo, hi], "pairs": len(diffs)}
-            text = (f"{peer} minus {base} {med['median_ms'] * 1e3:+.2f} us (IQR {med['iqr_ms'] * 1e3:.2f}, "
-                    f"95% [{lo:+.2f}, {hi:+.2f}], {len(diffs)} pairs)")
+        pairs = {f"{off}MiB": (times[f"{peer}@{off}MiB"], times[f"{base}@{off}MiB"]) for off in offsets_mib}
+        peers, bases = zip(*pairs.values())
+        pairs["pooled"] = ([t for ts in peers for t in ts], [t for ts in bases for t in ts])
+        for label, (peer_ms, base_ms) in pairs.items():
+            gap = timing.paired_differences({peer: peer_ms, base: base_ms}, base)[f"{peer} - {base}"]
+            med, iqr, (lo, hi) = gap["median_ms"] * 1e3, gap["iqr_ms"] * 1e3, (v * 1e3 for v in gap["ci95_ms"])
+            fields = {"method": f"{method}_interleaved", "placement": label, f"{peer}_minus_{base}_us": med,
+                      "iqr_us": iqr, "ci95_us": [lo, hi], "pairs": len(peer_ms)}
+            text = f"{peer} minus {base} {med:+.2f} us (IQR {iqr:.2f}, 95% [{lo:+.2f}, {hi:+.2f}], {len(peer_ms)} pairs)"
             yield method, label, fields, text
 
 
