@@ -251,8 +251,8 @@ int launch_ring_rows(const Plan& p, const LeanArgs<T>& a, const DeviceShape& pro
 }
 
 // The loop-free block-row kernel's order on kRows rows per block: each thread issues its
-// U loads of every row at once, then adds row by row; each row's lanes' trees run side by
-// side, and warp i finishes row i's tree over the warps. A block then lives kRows times as
+// U loads of every row at once, then adds row by row; each row's lanes meet in shuffle_tree,
+// and warp i finishes row i's tree over the warps. A block then lives kRows times as
 // long against the same tree and barrier at its end: at bf16 16384 x 8192 the one-row
 // kernel kept 82% of warps active against Inductor's 90% (run71). Rows of exactly U * 512
 // aligned 16-byte vectors, lanes-before-warps order (torch 2.10+); launched for 16-bit rows of
@@ -289,16 +289,8 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanA
     }
     leaf[j] = lean_leaf(acc);
   }
-  const unsigned full = 0xffffffffu;
-  if (kOrder.shuffle_descending) {
-    for (int offset = kWarp >> 1; offset > 0; offset >>= 1)
 #pragma unroll
-      for (int j = 0; j < kRows; ++j) leaf[j] = leaf[j] + __shfl_down_sync(full, leaf[j], offset);
-  } else {
-    for (int offset = 1; offset < kWarp; offset <<= 1)
-#pragma unroll
-      for (int j = 0; j < kRows; ++j) leaf[j] = leaf[j] + __shfl_down_sync(full, leaf[j], offset);
-  }
+  for (int j = 0; j < kRows; ++j) leaf[j] = shuffle_tree(leaf[j], kWarp);
   if (lane == 0) {
 #pragma unroll
     for (int j = 0; j < kRows; ++j) warp_totals[j][warp] = leaf[j];
