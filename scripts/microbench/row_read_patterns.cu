@@ -1,0 +1,369 @@
+// Standalone microbenchmark: does the width or cache hint of a row-per-block read move a
+// cold single call? Every kernel reads one fp32 row per 512-thread block, all of a thread's
+// loads issued before any is used, and sums it in any order; beside them the library's own
+// lean_rows_kernel instances for the same rows. Exploratory, the record of
+// results/kernel_notes.md's session 18 figures; the library's kernels live in kernels/.
+//
+//   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
+//        -o row_read_patterns scripts/microbench/row_read_patterns.cu
+//   ./row_read_patterns fp32|bf16 ROWS COLS [ROUNDS]  # in turn after a read flush: medians, paired gaps
+//   ./row_read_patterns fp32|bf16 ROWS COLS ncu       # three launches of each, for ncu's cache control
+// The library's own choice for the plan (warmed and, fp32, unwarmed) is always a case; in fp32
+// so are the lean kernel alone and the read patterns.
+// With KB14_TRITON_CUBIN=<Inductor's compiled tail for this shape, from its Triton cache> (and
+// KB14_TRITON_SMEM, its dynamic shared memory) that kernel joins the cases, launched by the
+// runtime from the library (cudaLibraryLoadFromFile).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tail_kernels.cuh"
+
+using namespace kb14;
+using namespace kb14::tail;
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t err_ = (x);                                                                \
+    if (err_ != cudaSuccess) {                                                             \
+      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(err_), __LINE__);      \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+namespace {
+
+// Load flavours: the library's (.nc, not allocated in L1, evict-first policy in L2) and
+// Triton's evict_first (allocated in L1 as evict-first, the same L2 policy).
+enum class Hint { kNcNoAllocate, kL1EvictFirst };
+
+template <Hint kHint>
+__device__ __forceinline__ void load(uint4& r, const void* p, uint64_t pol) {
+  if constexpr (kHint == Hint::kNcNoAllocate)
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));
+  else
+    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));
+}
+template <Hint kHint>
+__device__ __forceinline__ void load(uint2& r, const void* p, uint64_t pol) {
+  if constexpr (kHint == Hint::kNcNoAllocate)
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;"
+                 : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(pol));
+  else
+    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;"
+                 : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(pol));
+}
+template <Hint kHint>
+__device__ __forceinline__ void load(uint32_t& r, const void* p, uint64_t pol) {
+  if constexpr (kHint == Hint::kNcNoAllocate)
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(r) : "l"(p), "l"(pol));
+  else
+    asm volatile("ld.global.L1::evict_first.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(r) : "l"(p), "l"(pol));
+}
+
+__device__ __forceinline__ float words_sum(const uint4& w) {
+  return __uint_as_float(w.x) + __uint_as_float(w.y) + __uint_as_float(w.z) + __uint_as_float(w.w);
+}
+__device__ __forceinline__ float words_sum(const uint2& w) { return __uint_as_float(w.x) + __uint_as_float(w.y); }
+__device__ __forceinline__ float words_sum(uint32_t w) { return __uint_as_float(w); }
+
+template <int kBytes> struct Word;
+template <> struct Word<16> { using type = uint4; };
+template <> struct Word<8> { using type = uint2; };
+template <> struct Word<4> { using type = uint32_t; };
+
+// One row per block: kBytes-wide loads from the first kBytes-aligned element (the elements
+// before it and after the last whole word read one by one by the first threads), thread t
+// taking words t, t + 512, ..., U of them in flight, then the next U once those are added
+// (a loop that is not unrolled, as Triton's reduction loop with one stage). kInterleaved: thread t takes words
+// U * t .. U * t + U - 1 of each U * 512 words instead (a thread's loads adjacent).
+template <int kBytes, int U, Hint kHint, bool kInterleaved = false>
+__global__ void __launch_bounds__(512, 4) row_read(const float* y, int64_t row_stride, int cols, float* out) {
+  using W = typename Word<kBytes>::type;
+  constexpr int kPer = kBytes / 4;
+  __shared__ float warp_sums[16];
+  const int t = threadIdx.x;
+  const float* row = y + int64_t(blockIdx.x) * row_stride;
+  const int head = int((kBytes - reinterpret_cast<uintptr_t>(row) % kBytes) % kBytes) / 4;
+  const int nw = (cols - head) / kPer;
+  const W* words = reinterpret_cast<const W*>(row + head);
+  const uint64_t pol = evict_first_policy();
+  float acc = 0.0f;
+  if (t < head) acc = row[t];
+  const int tail = cols - head - nw * kPer;
+  if (t < tail) acc += row[head + nw * kPer + t];
+#pragma unroll 1
+  for (int base = 0; base < nw; base += U * 512) {
+    W buf[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = base + (kInterleaved ? U * t + u : t + u * 512);
+      if (i < nw) load<kHint>(buf[u], words + i, pol);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int i = base + (kInterleaved ? U * t + u : t + u * 512);
+      if (i < nw) acc += words_sum(buf[u]);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (t % 32 == 0) warp_sums[t / 32] = acc;
+  __syncthreads();
+  if (t < 32) {
+    float s = t < 16 ? warp_sums[t] : 0.0f;
+    for (int o = 8; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (t == 0) out[blockIdx.x] = s;
+  }
+}
+
+// Triton's pattern for rows it cannot prove aligned (Inductor at 1000 x 8191): one loop-free
+// round of U 4-byte loads per thread, element t + 512 u of the row, into four accumulators.
+template <int U>
+__global__ void __launch_bounds__(512, 4) row_read_scalar(const float* y, int64_t row_stride, int cols, float* out) {
+  __shared__ float warp_sums[16];
+  const int t = threadIdx.x;
+  const float* row = y + int64_t(blockIdx.x) * row_stride;
+  const uint64_t pol = evict_first_policy();
+  uint32_t buf[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    buf[u] = 0;
+    if (t + 512 * u < cols) load<Hint::kL1EvictFirst>(buf[u], row + t + 512 * u, pol);
+  }
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int u = 0; u < U; ++u) acc[u % 4] += __uint_as_float(buf[u]);
+  float s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+  if (t % 32 == 0) warp_sums[t / 32] = s;
+  __syncthreads();
+  if (t < 32) {
+    float v = t < 16 ? warp_sums[t] : 0.0f;
+    for (int o = 8; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if (t == 0) out[blockIdx.x] = v;
+  }
+}
+
+template <int U>
+void launch_scalar(const void* y, int64_t stride, int rows, int cols, void* out) {
+  row_read_scalar<U><<<rows, 512>>>(static_cast<const float*>(y), stride, cols, static_cast<float*>(out));
+}
+
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+__global__ void read_flush(const uint4* p, size_t n, int* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = int(acc);
+}
+
+struct Case {
+  std::string name;
+  void (*launch)(const void*, int64_t, int, int, void*);
+};
+
+template <int kBytes, int U, Hint kHint, bool kInterleaved = false>
+void launch_pattern(const void* y, int64_t stride, int rows, int cols, void* out) {
+  row_read<kBytes, U, kHint, kInterleaved><<<rows, 512>>>(static_cast<const float*>(y), stride, cols,
+                                                           static_cast<float*>(out));
+}
+
+// The library's lean kernel for these rows, unwarmed, launched plainly (its wait returns at
+// once) or, kProgrammatic, as the library launches it.
+template <bool kShifted, bool kExact, bool kProgrammatic = false>
+void launch_library(const void* y, int64_t stride, int rows, int cols, void* out) {
+  LeanArgs<float> a{};
+  a.y = static_cast<const float*>(y);
+  a.row_stride = stride;
+  a.out = static_cast<float*>(out);
+  a.out_stride = 1;
+  a.rows = rows;
+  a.cols = cols;
+  a.inv = 0.5f;
+  a.scale = 1.5f;
+  CK(launch_programmatic(lean_rows_kernel<float, 4, 4, kLeanLoad, true, false, kShifted, false, kExact>,
+                         dim3(rows), dim3(kLeanBlock), 0, nullptr, kProgrammatic, a));
+}
+
+// The library's own choice for any plan, as kb14::div_sum_scale launches it (launch_planned),
+// with (kWarm) or without the warming of rows behind a warmed launch.
+float* g_partials = nullptr;
+
+template <typename T, bool kWarm>
+void launch_library_planned(const void* y, int64_t stride, int rows, int cols, void* out) {
+  constexpr int V = kInputVec<T>;
+  static DeviceShape prop = [] {
+    DeviceShape d;
+    CK(query_device_shape(0, &d));
+    return d;
+  }();
+  const Plan p = plan_reference_sum(rows, cols, V, prop);
+  const Args<T> a = planned_args<T>(p, static_cast<const T*>(y), stride, 1, static_cast<T*>(out), 1, 2.0, 1.5,
+                                    g_partials);
+  LeanOptions opt;
+  opt.warm_rows = kWarm;
+  const bool lean = lean_path_applies<T, V>(p, a);
+  CK((lean ? launch_lean<T, V>(p, a, prop, opt, nullptr)
+           : launch_general<T, V>(p, a, nullptr, launch_is_programmatic(true, prop))));
+}
+
+// Inductor's kernel, loaded from the cubin Triton compiled (its parameters: output, input,
+// xnumel, r0_numel and two scratch pointers).
+cudaKernel_t g_triton = nullptr;
+unsigned g_triton_smem = 0;
+
+void launch_triton(const void* y, int64_t, int rows, int cols, void* out) {
+  void *o = out, *i = const_cast<void*>(y), *none = nullptr;
+  unsigned xnumel = rows, rnumel = cols;
+  void* params[] = {&o, &i, &xnumel, &rnumel, &none, &none};
+  CK(cudaLaunchKernel(reinterpret_cast<const void*>(g_triton), dim3(rows), dim3(512), params, g_triton_smem, nullptr));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::printf("usage: %s fp32|bf16 ROWS COLS [ROUNDS|ncu]\n", argv[0]);
+    return 2;
+  }
+  const bool bf16 = std::strcmp(argv[1], "bf16") == 0;
+  const int rows = std::atoi(argv[2]), cols = std::atoi(argv[3]);
+  const bool ncu = argc > 4 && std::strcmp(argv[4], "ncu") == 0;
+  const int rounds = argc > 4 && !ncu ? std::atoi(argv[4]) : 400;
+  const bool aligned = cols % 4 == 0;
+  std::vector<Case> cases;
+  if (bf16) {
+    cases.push_back({"library", launch_library_planned<__nv_bfloat16, true>});
+  } else {
+    cases.push_back({"library", launch_library_planned<float, true>});
+    cases.push_back({"library_unwarmed", launch_library_planned<float, false>});
+  }
+  CK(cudaFree(nullptr));
+  if (const char* cubin = std::getenv("KB14_TRITON_CUBIN")) {
+    cudaLibrary_t library;
+    CK(cudaLibraryLoadFromFile(&library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    CK(cudaLibraryGetKernel(&g_triton, library, "triton_red_fused_div_mul_sum_0"));
+    if (const char* smem = std::getenv("KB14_TRITON_SMEM")) g_triton_smem = unsigned(std::atoi(smem));
+    cases.push_back({"inductor", launch_triton});
+  }
+  if (!bf16) {
+    if (aligned && cols == 8192) {
+      cases.push_back({"library_exact", launch_library<false, true>});
+      cases.push_back({"library_exact_pdl", launch_library<false, true, true>});
+    } else {
+      cases.push_back({"library_lean", aligned ? launch_library<false, false> : launch_library<true, false>});
+      cases.push_back({"library_lean_pdl", aligned ? launch_library<false, false, true> : launch_library<true, false, true>});
+    }
+    cases.push_back({"b16x4_nc", launch_pattern<16, 4, Hint::kNcNoAllocate>});
+    cases.push_back({"b16x4_l1ef", launch_pattern<16, 4, Hint::kL1EvictFirst>});
+    cases.push_back({"b16x2_nc", launch_pattern<16, 2, Hint::kNcNoAllocate>});
+    cases.push_back({"b16x2_l1ef", launch_pattern<16, 2, Hint::kL1EvictFirst>});
+    cases.push_back({"b16x1_nc", launch_pattern<16, 1, Hint::kNcNoAllocate>});
+    cases.push_back({"b8x8_nc", launch_pattern<8, 8, Hint::kNcNoAllocate>});
+    cases.push_back({"b8x4_nc", launch_pattern<8, 4, Hint::kNcNoAllocate>});
+    cases.push_back({"b8x4_l1ef", launch_pattern<8, 4, Hint::kL1EvictFirst>});
+    cases.push_back({"b8x2_l1ef", launch_pattern<8, 2, Hint::kL1EvictFirst>});
+    cases.push_back({"b4x16_l1ef", launch_pattern<4, 16, Hint::kL1EvictFirst>});
+    cases.push_back({"b4x8_l1ef", launch_pattern<4, 8, Hint::kL1EvictFirst>});
+    cases.push_back({"scalar16_loop_free", launch_scalar<16>});
+    cases.push_back({"b4x4_l1ef", launch_pattern<4, 4, Hint::kL1EvictFirst>});
+  }
+
+  void *y, *out;
+  const size_t n = size_t(rows) * cols, elem = bf16 ? 2 : 4;
+  CK(cudaMalloc(&y, n * elem + 256));
+  CK(cudaMalloc(&out, size_t(rows) * elem));
+  CK(cudaMalloc(&g_partials, size_t(64) << 20));
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = float((i * 2654435761u) % 1000) / 1000.0f;
+  if (bf16) {
+    std::vector<__nv_bfloat16> h16(n);
+    for (size_t i = 0; i < n; ++i) h16[i] = __float2bfloat16(host[i]);
+    CK(cudaMemcpy(y, h16.data(), n * 2, cudaMemcpyHostToDevice));
+  } else {
+    CK(cudaMemcpy(y, host.data(), n * 4, cudaMemcpyHostToDevice));
+  }
+  const size_t flush_words = (256u << 20) / 16;
+  uint4* flush_buf;
+  int* sink;
+  CK(cudaMalloc(&flush_buf, flush_words * 16));
+  CK(cudaMemset(flush_buf, 1, flush_words * 16));
+  CK(cudaMalloc(&sink, 4));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+
+  if (ncu) {
+    for (const Case& c : cases)
+      for (int i = 0; i < 3; ++i) c.launch(y, cols, rows, cols, out);
+    CK(cudaDeviceSynchronize());
+    for (const Case& c : cases) std::printf("%s\n", c.name.c_str());
+    return 0;
+  }
+
+  const int k = int(cases.size());
+  std::vector<std::vector<float>> times(k);
+  std::vector<cudaEvent_t> ev(2 * k);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (int r = -5; r < rounds; ++r) {
+    for (int j = 0; j < k; ++j) {
+      // Round r takes the cases in a rotated order, reversed on odd rounds: each case in
+      // each place, and behind each other, about equally often.
+      const int pos = r >= 0 && r % 2 ? k - 1 - j : j;
+      const int c = ((r < 0 ? 0 : r / 2) + pos) % k;
+      spin<<<1, 1>>>(1 << 18);
+      read_flush<<<sms * 8, 512>>>(flush_buf, flush_words, sink);
+      CK(cudaEventRecord(ev[2 * c]));
+      cases[c].launch(y, cols, rows, cols, out);
+      CK(cudaEventRecord(ev[2 * c + 1]));
+    }
+    CK(cudaDeviceSynchronize());
+    if (r < 0) continue;
+    for (int c = 0; c < k; ++c) {
+      float ms;
+      CK(cudaEventElapsedTime(&ms, ev[2 * c], ev[2 * c + 1]));
+      times[c].push_back(ms * 1000.0f);
+    }
+  }
+  CK(cudaGetLastError());
+  // Every case sums the same row; their results agree to rounding (the patterns add in any order).
+  std::printf("row 0 sums:");
+  for (const Case& c : cases) {
+    c.launch(y, cols, rows, cols, out);
+    float v;
+    if (bf16) {
+      __nv_bfloat16 b;
+      CK(cudaMemcpy(&b, out, 2, cudaMemcpyDeviceToHost));
+      v = __bfloat162float(b);
+    } else {
+      CK(cudaMemcpy(&v, out, 4, cudaMemcpyDeviceToHost));
+    }
+    std::printf(" %s %.6g", c.name.c_str(), v);
+  }
+  std::printf("\n");
+  const auto median = [](std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("%d x %d %s, %d rounds in turn after a 256 MB read flush, us (gap: median of case - %s, "
+              "per round)\n", rows, cols, argv[1], rounds, cases[0].name.c_str());
+  for (int c = 0; c < k; ++c) {
+    std::vector<float> gap(rounds);
+    for (int r = 0; r < rounds; ++r) gap[r] = times[c][r] - times[0][r];
+    std::sort(gap.begin(), gap.end());
+    std::printf("  %-20s median %7.3f  gap %+6.3f  [q25 %+6.3f, q75 %+6.3f]\n", cases[c].name.c_str(),
+                median(times[c]), gap[rounds / 2], gap[rounds / 4], gap[3 * rounds / 4]);
+  }
+  return 0;
+}
