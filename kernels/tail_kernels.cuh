@@ -822,47 +822,60 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-// A warp-per-row plan of fp32 rows that start on a vector boundary, spread over 128
-// threads. Each of the reference's 32 lanes keeps four independent accumulators, one per
-// element of its vectors (lean_add_vector), so a row holds 128 chains of additions, not 32:
-// thread t adds elements t, t + 128, t + 256, ... of the row, which is lane t / 4's
-// accumulator t % 4 in that lane's order, with U loads in flight. The four accumulators of a
-// lane then meet in lean_leaf's order (shuffles within each group of four threads) and the
-// 32 lane leaves go through the reference's shuffle tree in the first warp. Four times the
-// threads and loads in flight per row of the warp-per-row kernels, without staging the row.
+// A warp-per-row plan of fp32 rows spread over 128 threads. Each of the reference's 32 lanes
+// keeps four independent accumulators, one per element of its vectors (lean_add_vector), so a
+// row holds 128 chains of additions, not 32: thread t adds elements base + t, base + t + 128,
+// ... of the row (base: its first whole vector), which is lane t / 4's accumulator t % 4 in
+// that lane's order, with U loads in flight. kShifted: rows may start mid-vector; lane l's
+// head element (l - shift, for shift <= l < 4) goes first and its tail element last into its
+// accumulator 0, on thread 4 l, as in lean_rows_kernel. The four accumulators of a lane then
+// meet in lean_leaf's order (shuffles within each group of four threads) and the 32 lane
+// leaves go through the reference's shuffle tree in the first warp. Four times the threads
+// and loads in flight per row of the warp-per-row kernels, without staging the row.
 // Its loads are .cs (evict-first without a policy register): with the policy each of the U
 // loads kept its own 64-bit address and the kernel spilled.
 constexpr int kLaneAccumulators = kInputVec<float>;  // an fp32 lane's accumulators: one per vector element
 constexpr int kSplitLaneThreads = kWarp * kLaneAccumulators;
 constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
 
-template <int U, int kMinBlocks, bool kPdl>
+template <int U, int kMinBlocks, bool kPdl, bool kShifted = false>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<float> a) {
   __shared__ float lane_leaves[kWarp];
   const int t = threadIdx.x;
   const int r = blockIdx.x;
-  const float* row = a.y + r * a.row_stride;
+  const LeanRow<kLaneAccumulators, kShifted> geo(r, a.cols);
+  const float* row_start = a.y + r * a.row_stride;
+  const float* row = row_start + geo.base;
+  const int n = geo.nvec * kLaneAccumulators;  // the elements of whole vectors, from base
   const uint64_t policy = kLoadHasPolicy<kSplitLaneLoad> ? evict_first_policy() : 0;
   float buf[U];
   if constexpr (kPdl) wait_for_prior_grids();
-  lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, t, a.cols, policy);
+  lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, t, n, policy);
+  // Lane t / 4's edges, on its accumulator 0 (thread 4 l), read while the row's loads fly.
+  const int lane = t / kLaneAccumulators;
+  const bool edge_thread = kShifted && t % kLaneAccumulators == 0;
+  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < kLaneAccumulators;
+  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % kLaneAccumulators;
+  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
+  const float tail = has_tail ? lean_element_quotient(row + n + lane, a.inv) : 0.0f;
   if constexpr (kPdl) allow_dependent_launch();
-  float acc = 0.0f;
+  float acc = has_head ? 0.0f + head : 0.0f;
 #pragma unroll 1
   for (int k = t;;) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (k + u * kSplitLaneThreads < a.cols) acc = acc + quotient_of_float<float>(buf[u], a.inv);
+      if (k + u * kSplitLaneThreads < n) acc = acc + quotient_of_float<float>(buf[u], a.inv);
     }
     k += U * kSplitLaneThreads;
-    if (k >= a.cols) break;
-    lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, k, a.cols, policy);
+    if (k >= n) break;
+    lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, k, n, policy);
   }
+  if (has_tail) acc = acc + tail;
   // The lane's accumulators, gathered on its first thread.
   float lane_acc[kLaneAccumulators];
 #pragma unroll
   for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
-  if (t % kLaneAccumulators == 0) lane_leaves[t / kLaneAccumulators] = lean_leaf(lane_acc);
+  if (t % kLaneAccumulators == 0) lane_leaves[lane] = lean_leaf(lane_acc);
   __syncthreads();
   if (t < kWarp) {
     const float total = shuffle_tree(lane_leaves[t], kWarp);
@@ -1017,8 +1030,12 @@ constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;
 // many 128-thread blocks per SM).
 template <int U, bool kPdl, int kMinBlocks = kSplitLaneMinBlocks<U>>
 cudaError_t launch_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
-  return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, kPdl>, dim3(static_cast<unsigned>(a.rows)),
-                             dim3(kSplitLaneThreads), 0, stream, kPdl, a);
+  const auto launch = [&](auto kernel) {
+    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), 0, stream, kPdl,
+                               a);
+  };
+  if (a.cols % kLaneAccumulators != 0) return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, true>);
+  return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, false>);
 }
 
 // A warp-per-row plan has one warp per row, so when rows are few only loads in flight
@@ -1056,10 +1073,18 @@ bool staged_warp_rows_pay(int rows, int cols) {
   return rows <= 1024 && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
 }
 
-// Of the staged kernel's rows, those that start on a vector boundary, 128 rows or more, and
-// longer than one round of 32 loads per thread (4096 columns) take split_lane_rows_kernel,
-// with as many loads in flight per thread as split_lane_loads says (0: the staged kernel).
-// Measured back to back at 44 shapes (results/kernel_notes.md, sessions 10 and 11; where
+// Of the staged kernel's rows (128 rows or more), those longer than one round of 32 loads per
+// thread (4096 columns) take split_lane_rows_kernel, with as many loads in flight per thread
+// as split_lane_loads says (0: the staged kernel), and so do rows that start mid-vector with a
+// share of 25-32 values per thread: the staged kernel copies such rows more slowly than aligned
+// ones (1000 x 4095 6.08 us back to back, 1024 x 4096 5.55), and 32 loads won there under every
+// method (1000 and 1024 x 4095: 5.48 and 5.54 back to back against 6.08 and 6.05, 0.16-0.19
+// faster after a read flush in turn, 0.18-0.22 under KernelBench's timing; runs 78-81). At
+// shares of 24 or less the staged kernel won or tied (1024 x 2049: 3.81 against 3.94 back to
+// back, 0.42 faster after a read flush; 1024 x 3001 mixed), and at longer shifted rows the
+// rule below picked the faster kernel at all five measured (700 x 4099, 512 x 5001: staged;
+// 1024 x 5001, 640 x 6001, 256 x 8001: split). The aligned rows were measured back to back at
+// 44 shapes (results/kernel_notes.md, sessions 10 and 11; where
 // the staged kernel wins back to back, 48 loads were 0.2-0.5 us faster under KernelBench's
 // timing, run46); us, staged / 32 / 48 / 64 loads:
 //   * up to 256 rows, the whole row in one round: 48 loads up to a 48-value share per
@@ -1075,12 +1100,13 @@ bool staged_warp_rows_pay(int rows, int cols) {
 //     4.45 / 5.18 / 4.73 / 5.22).
 // Why the middle rows differ was not found (every variant keeps all their rows resident).
 constexpr int kSplitLaneMinRows = 128;
+constexpr int kShiftedSplitLaneMinShare = 24;
 
 template <typename scalar_t, int V>
 int split_lane_loads(int rows, int cols) {
-  if (!staged_warp_rows_pay<scalar_t, V>(rows, cols) || cols % V != 0 || rows < kSplitLaneMinRows) return 0;
+  if (!staged_warp_rows_pay<scalar_t, V>(rows, cols) || rows < kSplitLaneMinRows) return 0;
   const int64_t share = ceil_div(cols, kSplitLaneThreads);
-  if (share <= 32) return 0;
+  if (share <= 32) return cols % V != 0 && share > kShiftedSplitLaneMinShare ? 32 : 0;
   if (rows <= 256) return share <= 48 ? 48 : 64;
   if (rows <= 576) return share > 48 ? 32 : rows <= 384 ? 48 : 0;
   if (share > 40) return 64;

@@ -7,7 +7,8 @@ eight vectors in flight, 16-bit: 17 x 61448, 16 x 57345 and 16 x 40001 starting 
 or a warp per row (two vectors per lane: 4100 x 300; deep: 2048 x 1024, 1024 x 2048, 129 x 1031
 starting mid-vector; eight per lane over many rows, fp32: 4100 x 1001 starting mid-vector;
 each lane's four accumulators on four threads, 128-1024 rows on a vector boundary, 32, 48 or
-64 loads in flight: 512 x 6200, 900 x 4100 and 128 x 6000, 660 x 6000 and 200 x 8000;
+64 loads in flight: 512 x 6200, 900 x 4100 and 128 x 6000, 660 x 6000 and 200 x 8000, and
+starting mid-vector 1000 x 4095, 300 x 4097, 256 x 8001;
 staged in shared memory, by one bulk copy on sm_90: 520 x 6000, 7 x 8188, 33 x 4097 starting
 mid-vector), the general split-row kernel (misaligned or strided rows), several blocks per row
 plus the combine kernel (few long rows), one warp per row (strided rows), tiny rows (fewer than
@@ -29,7 +30,8 @@ SHAPES = [(1, 2), (1, 127), (1, 128), (1, 129), (3, 7049), (2, 291), (7, 3710), 
           (5, 100_003), (1, 300_007), (33, 4097), (1024, 8192), (1025, 8192), (16, 16392), (129, 1031),
           (4000, 37), (2048, 1024), (1000, 8191), (3001, 4104), (128, 6000), (1024, 2048),
           (300, 10007), (4100, 1001), (4100, 300), (7, 8188), (512, 6200), (900, 4100), (520, 6000),
-          (660, 6000), (200, 8000), (17, 61448), (16, 57345), (16, 40001)]
+          (660, 6000), (200, 8000), (17, 61448), (16, 57345), (16, 40001), (1000, 4095), (300, 4097),
+          (256, 8001)]
 
 bad = 0
 for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):

@@ -438,10 +438,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   // library's kernel paid about 1 us more than after a synchronised one (kernel_notes.md).
   if (variant == 46) return launch_lean_mapping<T, V, 1, false>(p, a, stream);
   if (variant == 47) return launch_lean_mapping<T, V, 2, false>(p, a, stream);
-  if (variant >= 50 && variant <= 55) {  // split lanes on any fp32 warp-per-row plan of aligned rows
+  if (variant >= 50 && variant <= 55) {  // split lanes on any fp32 warp-per-row plan
     if constexpr (std::is_same_v<T, float>) {
       const LeanArgs<T> la = lean_args(a);
-      if (p.split_y || la.cols % V != 0) return -1;
+      if (p.split_y) return -1;
       switch (variant) {
         case 50: return launch_split_lane_rows<32, true>(la, stream);
         case 51: return launch_split_lane_rows<16, true, 12>(la, stream);
@@ -516,7 +516,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // library's loop-free block-row kernel with the programmatic launch attribute but no
 // griddepcontrol instructions, and the instructions without the attribute; 50-55
 // split_lane_rows_kernel (each lane's four accumulators on four threads) on every fp32
-// warp-per-row plan of aligned rows, with 32, 16, 64 or 48 loads in flight per thread (the
+// warp-per-row plan (since session 18 also rows that start mid-vector), with 32, 16, 64 or 48 loads in flight per thread (the
 // library picks among 32, 48 and 64: split_lane_loads), and 54, 55 with 64 and 48 at more
 // blocks per SM (6 and 8; slower, run39); 60-62 the looped block-row kernel with 4 vectors in
 // flight per thread at 3 or 2 blocks per SM, or 8 at 2 (16-bit rows of 32768+ columns;

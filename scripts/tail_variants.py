@@ -89,6 +89,9 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
 # Cases 120-139 (run51): few long bf16 rows, each row count at four lengths; 140 one of them in fp16.
 CASES += [((rows, cols), "bfloat16") for rows in (32, 128, 200, 264, 400) for cols in (16384, 36864, 49152, 81920)]
 CASES += [((128, 36864), "float16")]
+# Cases 141-148 (session 18): fp32 warp-per-row rows that start mid-vector, in the staged kernel's domain.
+CASES += [((1024, 3001), "float32"), ((1024, 2049), "float32"), ((700, 4099), "float32"), ((512, 5001), "float32"),
+          ((1024, 5001), "float32"), ((256, 8001), "float32"), ((640, 6001), "float32"), ((1024, 4095), "float32")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
