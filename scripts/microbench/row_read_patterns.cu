@@ -77,6 +77,19 @@ template <> struct Word<16> { using type = uint4; };
 template <> struct Word<8> { using type = uint2; };
 template <> struct Word<4> { using type = uint32_t; };
 
+// The 512 threads' values summed in any order, thread 0 writing the block's row total.
+__device__ __forceinline__ void store_block_sum(float v, float (&warp_sums)[16], float* out) {
+  const int t = threadIdx.x;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  if (t % 32 == 0) warp_sums[t / 32] = v;
+  __syncthreads();
+  if (t < 32) {
+    float s = t < 16 ? warp_sums[t] : 0.0f;
+    for (int o = 8; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (t == 0) out[blockIdx.x] = s;
+  }
+}
+
 // One row per block: kBytes-wide loads from the first kBytes-aligned element (the elements
 // before it and after the last whole word read one by one by the first threads), thread t
 // taking words t, t + 512, ..., U of them in flight, then the next U once those are added
@@ -111,14 +124,7 @@ __global__ void __launch_bounds__(512, 4) row_read(const float* y, int64_t row_s
       if (i < nw) acc += words_sum(buf[u]);
     }
   }
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
-  if (t % 32 == 0) warp_sums[t / 32] = acc;
-  __syncthreads();
-  if (t < 32) {
-    float s = t < 16 ? warp_sums[t] : 0.0f;
-    for (int o = 8; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if (t == 0) out[blockIdx.x] = s;
-  }
+  store_block_sum(acc, warp_sums, out);
 }
 
 // Triton's pattern for rows it cannot prove aligned (Inductor at 1000 x 8191): one loop-free
@@ -138,15 +144,7 @@ __global__ void __launch_bounds__(512, 4) row_read_scalar(const float* y, int64_
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int u = 0; u < U; ++u) acc[u % 4] += __uint_as_float(buf[u]);
-  float s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-  if (t % 32 == 0) warp_sums[t / 32] = s;
-  __syncthreads();
-  if (t < 32) {
-    float v = t < 16 ? warp_sums[t] : 0.0f;
-    for (int o = 8; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    if (t == 0) out[blockIdx.x] = v;
-  }
+  store_block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]), warp_sums, out);
 }
 
 template <int U>
