@@ -1,7 +1,8 @@
 // Standalone microbenchmark: does the width or cache hint of a row-per-block read move a
-// cold single call? Every kernel reads one fp32 row per 512-thread block, all of a thread's
-// loads issued before any is used, and sums it in any order; beside them the library's own
-// lean_rows_kernel instances for the same rows. Exploratory, the record of
+// cold single call? Every pattern kernel reads one fp32 row per 512-thread block, all of a
+// round's loads issued before any is used, and sums it in any order; beside them the
+// library's own choice for the shape and its block-per-row lean_rows_kernel (on warp-per-row
+// shapes not the reference's order: a timing reference only). Exploratory, the record of
 // results/kernel_notes.md's session 18 figures; the library's kernels live in kernels/.
 //
 //   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
