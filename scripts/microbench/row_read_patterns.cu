@@ -37,31 +37,18 @@ using namespace kb14::tail;
 
 namespace {
 
-// Load flavours: the library's (.nc, not allocated in L1, evict-first policy in L2) and
-// Triton's evict_first (allocated in L1 as evict-first, the same L2 policy).
-enum class Hint { kNcNoAllocate, kL1EvictFirst };
-
-template <Hint kHint>
-__device__ __forceinline__ void load(uint4& r, const void* p, uint64_t pol) {
-  if constexpr (kHint == Hint::kNcNoAllocate)
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));
-  else
-    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));
+// Load flavours: the library's (LeanLoad::kStreamingNc: .nc, not allocated in L1,
+// evict-first policy in L2) and Triton's evict_first (LeanLoad::kEvictFirst: allocated in L1
+// as evict-first, the same L2 policy). 16- and 8-byte words load as the library loads them
+// (lean_load_one); 4-byte ones, which the library never loads that way, here.
+template <LeanLoad kLoad, typename W>
+__device__ __forceinline__ void load(W& r, const void* p, uint64_t pol) {
+  lean_load_one<kLoad>(r, static_cast<const W*>(p), pol);
 }
-template <Hint kHint>
-__device__ __forceinline__ void load(uint2& r, const void* p, uint64_t pol) {
-  if constexpr (kHint == Hint::kNcNoAllocate)
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;"
-                 : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(pol));
-  else
-    asm volatile("ld.global.L1::evict_first.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;"
-                 : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(pol));
-}
-template <Hint kHint>
+template <LeanLoad kLoad>
 __device__ __forceinline__ void load(uint32_t& r, const void* p, uint64_t pol) {
-  if constexpr (kHint == Hint::kNcNoAllocate)
+  static_assert(kLoad == LeanLoad::kStreamingNc || kLoad == LeanLoad::kEvictFirst, "a flavour measured here");
+  if constexpr (kLoad == LeanLoad::kStreamingNc)
     asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(r) : "l"(p), "l"(pol));
   else
     asm volatile("ld.global.L1::evict_first.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(r) : "l"(p), "l"(pol));
@@ -73,9 +60,7 @@ __device__ __forceinline__ float words_sum(const uint4& w) {
 __device__ __forceinline__ float words_sum(const uint2& w) { return __uint_as_float(w.x) + __uint_as_float(w.y); }
 __device__ __forceinline__ float words_sum(uint32_t w) { return __uint_as_float(w); }
 
-template <int kBytes> struct Word;
-template <> struct Word<16> { using type = uint4; };
-template <> struct Word<8> { using type = uint2; };
+template <int kBytes> struct Word { using type = typename RawVec<kBytes>::type; };  // the library's words
 template <> struct Word<4> { using type = uint32_t; };
 
 // The 512 threads' values summed in any order, thread 0 writing the block's row total.
@@ -96,7 +81,7 @@ __device__ __forceinline__ void store_block_sum(float v, float (&warp_sums)[16],
 // taking words t, t + 512, ..., U of them in flight, then the next U once those are added
 // (a loop that is not unrolled, as Triton's reduction loop with one stage). kInterleaved: thread t takes words
 // U * t .. U * t + U - 1 of each U * 512 words instead (a thread's loads adjacent).
-template <int kBytes, int U, Hint kHint, bool kInterleaved = false>
+template <int kBytes, int U, LeanLoad kHint, bool kInterleaved = false>
 __global__ void __launch_bounds__(512, 4) row_read(const float* y, int64_t row_stride, int cols, float* out) {
   using W = typename Word<kBytes>::type;
   constexpr int kPer = kBytes / 4;
@@ -140,7 +125,7 @@ __global__ void __launch_bounds__(512, 4) row_read_scalar(const float* y, int64_
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     buf[u] = 0;
-    if (t + 512 * u < cols) load<Hint::kL1EvictFirst>(buf[u], row + t + 512 * u, pol);
+    if (t + 512 * u < cols) load<LeanLoad::kEvictFirst>(buf[u], row + t + 512 * u, pol);
   }
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -173,7 +158,7 @@ struct Case {
   void (*launch)(const void*, int64_t, int, int, void*);
 };
 
-template <int kBytes, int U, Hint kHint, bool kInterleaved = false>
+template <int kBytes, int U, LeanLoad kHint, bool kInterleaved = false>
 void launch_pattern(const void* y, int64_t stride, int rows, int cols, void* out) {
   row_read<kBytes, U, kHint, kInterleaved><<<rows, 512>>>(static_cast<const float*>(y), stride, cols,
                                                            static_cast<float*>(out));
@@ -265,19 +250,19 @@ int main(int argc, char** argv) {
       cases.push_back({"library_lean", aligned ? launch_library<false, false> : launch_library<true, false>});
       cases.push_back({"library_lean_pdl", aligned ? launch_library<false, false, true> : launch_library<true, false, true>});
     }
-    cases.push_back({"b16x4_nc", launch_pattern<16, 4, Hint::kNcNoAllocate>});
-    cases.push_back({"b16x4_l1ef", launch_pattern<16, 4, Hint::kL1EvictFirst>});
-    cases.push_back({"b16x2_nc", launch_pattern<16, 2, Hint::kNcNoAllocate>});
-    cases.push_back({"b16x2_l1ef", launch_pattern<16, 2, Hint::kL1EvictFirst>});
-    cases.push_back({"b16x1_nc", launch_pattern<16, 1, Hint::kNcNoAllocate>});
-    cases.push_back({"b8x8_nc", launch_pattern<8, 8, Hint::kNcNoAllocate>});
-    cases.push_back({"b8x4_nc", launch_pattern<8, 4, Hint::kNcNoAllocate>});
-    cases.push_back({"b8x4_l1ef", launch_pattern<8, 4, Hint::kL1EvictFirst>});
-    cases.push_back({"b8x2_l1ef", launch_pattern<8, 2, Hint::kL1EvictFirst>});
-    cases.push_back({"b4x16_l1ef", launch_pattern<4, 16, Hint::kL1EvictFirst>});
-    cases.push_back({"b4x8_l1ef", launch_pattern<4, 8, Hint::kL1EvictFirst>});
+    cases.push_back({"b16x4_nc", launch_pattern<16, 4, LeanLoad::kStreamingNc>});
+    cases.push_back({"b16x4_l1ef", launch_pattern<16, 4, LeanLoad::kEvictFirst>});
+    cases.push_back({"b16x2_nc", launch_pattern<16, 2, LeanLoad::kStreamingNc>});
+    cases.push_back({"b16x2_l1ef", launch_pattern<16, 2, LeanLoad::kEvictFirst>});
+    cases.push_back({"b16x1_nc", launch_pattern<16, 1, LeanLoad::kStreamingNc>});
+    cases.push_back({"b8x8_nc", launch_pattern<8, 8, LeanLoad::kStreamingNc>});
+    cases.push_back({"b8x4_nc", launch_pattern<8, 4, LeanLoad::kStreamingNc>});
+    cases.push_back({"b8x4_l1ef", launch_pattern<8, 4, LeanLoad::kEvictFirst>});
+    cases.push_back({"b8x2_l1ef", launch_pattern<8, 2, LeanLoad::kEvictFirst>});
+    cases.push_back({"b4x16_l1ef", launch_pattern<4, 16, LeanLoad::kEvictFirst>});
+    cases.push_back({"b4x8_l1ef", launch_pattern<4, 8, LeanLoad::kEvictFirst>});
     cases.push_back({"scalar16_loop_free", launch_scalar<16>});
-    cases.push_back({"b4x4_l1ef", launch_pattern<4, 4, Hint::kL1EvictFirst>});
+    cases.push_back({"b4x4_l1ef", launch_pattern<4, 4, LeanLoad::kEvictFirst>});
   }
 
   void *y, *out;
