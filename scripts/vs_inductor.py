@@ -96,16 +96,20 @@ def pooled_in_turn(passes: list, ours: str = "ours", peer: str = "inductor") -> 
     """in_turn_pass results pooled, keyed `<method>_interleaved`: the median microseconds per
     function, and fns[ours] minus fns[peer] round by round (its median, the median's 95%
     interval, the rounds, and each pass's median)."""
-    methods = passes[0].keys()
-    pooled = {m: {name: [t for one in passes for t in one[m][name]] for name in passes[0][m]} for m in methods}
-    medians = {name: {f"{m}_interleaved": statistics.median(pooled[m][name]) * 1e3 for m in methods}
-               for name in passes[0][next(iter(methods))]}
+    methods = list(passes[0])
+    names = list(passes[0][methods[0]])
+    pooled = {m: {name: [t for one in passes for t in one[m][name]] for name in names} for m in methods}
+    medians = {name: {f"{m}_interleaved": statistics.median(pooled[m][name]) * 1e3 for m in methods} for name in names}
+
+    def ours_minus_peer(times: dict) -> dict:
+        return timing.paired_differences({ours: times[ours], peer: times[peer]}, peer)[f"{ours} - {peer}"]
+
     gaps = {}
     for m in methods:
-        gap = timing.paired_differences({ours: pooled[m][ours], peer: pooled[m][peer]}, peer)[f"{ours} - {peer}"]
-        per_pass = [statistics.median(a - b for a, b in zip(one[m][ours], one[m][peer])) * 1e3 for one in passes]
+        gap = ours_minus_peer(pooled[m])
         gaps[f"{m}_interleaved"] = {"median": gap["median_ms"] * 1e3, "ci95": [v * 1e3 for v in gap["ci95_ms"]],
-                                    "rounds": len(pooled[m][ours]), "pass_medians": per_pass}
+                                    "rounds": len(pooled[m][ours]),
+                                    "pass_medians": [ours_minus_peer(one[m])["median_ms"] * 1e3 for one in passes]}
     return medians, gaps
 
 
