@@ -516,8 +516,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // library's loop-free block-row kernel with the programmatic launch attribute but no
 // griddepcontrol instructions, and the instructions without the attribute; 50-55
 // split_lane_rows_kernel (each lane's four accumulators on four threads) on every fp32
-// warp-per-row plan (since session 18 also rows that start mid-vector), with 32, 16, 64 or 48 loads in flight per thread (the
-// library picks among 32, 48 and 64: split_lane_loads), and 54, 55 with 64 and 48 at more
+// warp-per-row plan (since session 18 also rows that start mid-vector), with 32, 16, 64 or
+// 48 loads in flight per thread (the library picks among 32, 48 and 64: split_lane_loads),
+// and 54, 55 with 64 and 48 at more
 // blocks per SM (6 and 8; slower, run39); 60-62 the looped block-row kernel with 4 vectors in
 // flight per thread at 3 or 2 blocks per SM, or 8 at 2 (16-bit rows of 32768+ columns;
 // run45, run47; the library takes 62 there since session 12); 63 the library without its
