@@ -783,7 +783,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
 // whole vectors are first copied into shared memory at once (the whole row in flight,
 // nothing held in registers; on sm_90 one bulk copy unless kBulkCopy is false:
 // warp_staged_copy), then each lane adds its own in the reference's order from there,
-// exactly as lean_rows_kernel's warp rows do.
+// exactly as lean_rows_kernel's warp rows do. The library's fp32 staged rows take
+// split_lane_rows_kernel's staged form instead since session 19 (the same copy, 128 threads
+// adding); this one stays for comparisons (scripts/tail_variants.cu, variants 38 and 44).
 template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kPackedMul, bool kBulkCopy = true>
 __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
@@ -838,19 +840,49 @@ constexpr int kLaneAccumulators = kInputVec<float>;  // an fp32 lane's accumulat
 constexpr int kSplitLaneThreads = kWarp * kLaneAccumulators;
 constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
 
-template <int U, int kMinBlocks, bool kPdl, bool kShifted = false>
+// kStaged: the row's whole vectors are first copied into shared memory (one bulk copy on
+// sm_90, the staged kernel's; before, each thread copies vectors t, t + 128, ...), and each
+// thread adds its elements from there: the staged kernel's copy with 128 threads adding
+// instead of 32 (U unused). Against staged_warp_rows_kernel (results/kernel_notes.md,
+// session 19), back to back 0.08-0.24 us faster at 512-1024 rows of 4096-5001 columns and
+// 0.17-0.22 at 16 x 7000 and 64 x 8000, within 0.05 at 1024 x 2049-3001 and 100-256 x 3000;
+// single calls after a read flush 0.06-0.22 faster at four of five shapes, a tie at 1024 x 3000.
+template <int U, int kMinBlocks, bool kPdl, bool kShifted = false, bool kStaged = false>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<float> a) {
+  extern __shared__ __align__(128) uint4 split_lane_staged[];
   __shared__ float lane_leaves[kWarp];
+  __shared__ uint64_t landed;
+  constexpr bool kBulk = kStaged && kHasBulkCopy;
   const int t = threadIdx.x;
   const int r = blockIdx.x;
   const LeanRow<kLaneAccumulators, kShifted> geo(r, a.cols);
   const float* row_start = a.y + r * a.row_stride;
   const float* row = row_start + geo.base;
   const int n = geo.nvec * kLaneAccumulators;  // the elements of whole vectors, from base
-  const uint64_t policy = kLoadHasPolicy<kSplitLaneLoad> ? evict_first_policy() : 0;
-  float buf[U];
+  const uint64_t policy = kStaged || kLoadHasPolicy<kSplitLaneLoad> ? evict_first_policy() : 0;
+  float buf[kStaged ? 1 : U];
+  if constexpr (kBulk) {
+    if (t == 0) {
+      mbarrier_init(&landed, 1);
+      fence_mbarrier_init();
+    }
+    __syncthreads();
+  }
   if constexpr (kPdl) wait_for_prior_grids();
-  lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, t, n, policy);
+  if constexpr (kStaged) {
+    const uint4* vectors = reinterpret_cast<const uint4*>(row);
+    if constexpr (kBulk) {
+      if (t == 0) {
+        const uint32_t bytes = static_cast<uint32_t>(geo.nvec) * sizeof(uint4);
+        mbarrier_arrive_expecting(&landed, bytes);
+        if (bytes > 0) bulk_copy_to_shared(split_lane_staged, vectors, bytes, &landed, policy);
+      }
+    } else {
+      for (int k = t; k < geo.nvec; k += kSplitLaneThreads) copy_to_shared_async(split_lane_staged + k, vectors + k, policy);
+    }
+  } else {
+    lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, t, n, policy);
+  }
   // Lane t / 4's edges, on its accumulator 0 (thread 4 l), read while the row's loads fly.
   const int lane = t / kLaneAccumulators;
   const bool edge_thread = kShifted && t % kLaneAccumulators == 0;
@@ -860,15 +892,27 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   const float tail = has_tail ? lean_element_quotient(row + n + lane, a.inv) : 0.0f;
   if constexpr (kPdl) allow_dependent_launch();
   float acc = has_head ? 0.0f + head : 0.0f;
-#pragma unroll 1
-  for (int k = t;;) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (k + u * kSplitLaneThreads < n) acc = acc + quotient_of_float<float>(buf[u], a.inv);
+  if constexpr (kStaged) {
+    if constexpr (kBulk) {
+      mbarrier_wait(&landed);
+    } else {
+      wait_for_own_copies();
+      __syncthreads();
     }
-    k += U * kSplitLaneThreads;
-    if (k >= n) break;
-    lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, k, n, policy);
+    const float* staged = reinterpret_cast<const float*>(split_lane_staged);
+#pragma unroll 8
+    for (int k = t; k < n; k += kSplitLaneThreads) acc = acc + quotient_of_float<float>(staged[k], a.inv);
+  } else {
+#pragma unroll 1
+    for (int k = t;;) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (k + u * kSplitLaneThreads < n) acc = acc + quotient_of_float<float>(buf[u], a.inv);
+      }
+      k += U * kSplitLaneThreads;
+      if (k >= n) break;
+      lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, k, n, policy);
+    }
   }
   if (has_tail) acc = acc + tail;
   // The lane's accumulators, gathered on its first thread.
@@ -927,7 +971,7 @@ struct LeanOptions {
   bool programmatic_launch = true;  // honoured on sm_90 and newer
   bool exact_rows = true;           // the loop-free kernel where it applies (launch_lean_shape)
   bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
-  bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows: staged_warp_rows_kernel
+  bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows, staged (launch_staged_split_lane_rows)
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
   bool deep_block_rows = true;      // 8 vectors in flight per thread on long 16-bit block-per-row plans
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
@@ -1038,6 +1082,17 @@ cudaError_t launch_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream
   return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, false>);
 }
 
+// split_lane_rows_kernel with the row staged in shared memory (kStaged).
+template <bool kPdl>
+cudaError_t launch_staged_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
+  const auto launch = [&](auto kernel) {
+    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads),
+                               staged_row_bytes<float, kLaneAccumulators>(a.cols), stream, kPdl, a);
+  };
+  if (a.cols % kLaneAccumulators != 0) return launch(split_lane_rows_kernel<1, 1, kPdl, true, true>);
+  return launch(split_lane_rows_kernel<1, 1, kPdl, false, true>);
+}
+
 // A warp-per-row plan has one warp per row, so when rows are few only loads in flight
 // per lane can cover the memory latency: up to 4096 rows of at least 4 vectors per lane,
 // each lane keeps 16 in flight (128 registers, 128-thread blocks). Measured 1.3-3x faster
@@ -1063,7 +1118,8 @@ bool deep_warp_rows_pay(int rows, int cols) {
 
 // Up to 1024 rows of more vectors per lane than the deep kernel keeps in flight (fp32:
 // over 2048 columns), its lanes would wait on memory twice or more: there the staged
-// kernel puts the whole row in flight at once. Measured back to back with the bulk copy
+// kernel puts the whole row in flight at once (since session 19 in split_lane_rows_kernel's
+// staged form; the figures below are staged_warp_rows_kernel's). Measured back to back with the bulk copy
 // (results/kernel_notes.md), us, against per-lane copies: 128 x 6000 2.75 -> 2.63,
 // 512 x 8000 7.42 -> 5.84, 1024 x 4096 6.61 -> 5.55; against the deep kernel: 1024 x 3000
 // 4.95 -> 4.63. Slower in 16-bit types (1024 x 7000 bf16: 5.94 -> 6.40), so
@@ -1220,7 +1276,7 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
       default: break;
     }
     if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
-      return launch_staged_warp_rows<scalar_t, V, kPdl>(a, stream);
+      return launch_staged_split_lane_rows<kPdl>(a, stream);
     if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols))
       return launch_lean_variant<scalar_t, V, kWideWarpRowU, kLoad, kPdl, true, false, kWideWarpRowBlock,
                                  kWideWarpRowBlocksPerSm>(a, stream);

@@ -453,6 +453,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     }
     return -1;
   }
+  if (variant == 85) {  // split_lane_rows_kernel staged (the library's fp32 staged rows since session 19)
+    if constexpr (std::is_same_v<T, float>) {
+      const LeanArgs<T> la = lean_args(a);
+      if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
+      return launch_staged_split_lane_rows<true>(la, stream);
+    }
+    return -1;
+  }
   if (variant == 48) return launch_programmatic_probe<T, V, false, true>(p, a, stream);
   if (variant == 49) return launch_programmatic_probe<T, V, true, false>(p, a, stream);
   if (variant == 38 || variant == 44) {
@@ -530,7 +538,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // bulk, evict-first; 78-80: blocks 0-263 (80: 0-131) warm the row one wave of blocks (528) ahead by bulk
 // prefetch, 79 marked evict-first; run56's 76 and 77, bulk warming of 264 or 132 rows only behind another
 // warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it; 82-84 multi_row_kernel,
-// the loop-free 16-bit rows of 8192 two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84)). Variants tried and
+// the loop-free 16-bit rows of 8192 two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84); 85
+// split_lane_rows_kernel staged (kStaged: the staged kernel's bulk copy, 128 threads adding; fp32 warp-per-row
+// plans; the library's fp32 staged rows since session 19, where 38 was)). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
 // in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the

@@ -46,7 +46,8 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             67: "ring_rows_b4", 68: "warm_rows_1x", 69: "warm_rows_2x", 70: "warm_rows_half",
             71: "warm_rows_bulk", 72: "warm_rows_none", 73: "warm_bulk_2x", 74: "warm_bulk_ef_1x",
             75: "warm_bulk_ef_2x", 78: "warm_ahead_2x", 79: "warm_ahead_ef_2x", 80: "warm_ahead_1x",
-            81: "library_unwarmed", 82: "two_rows_b4", 83: "two_rows_b3", 84: "four_rows_b2"}
+            81: "library_unwarmed", 82: "two_rows_b4", 83: "two_rows_b3", 84: "four_rows_b2",
+            85: "staged_split_lanes"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -92,6 +93,8 @@ CASES += [((128, 36864), "float16")]
 # Cases 141-148 (session 18): fp32 warp-per-row rows that start mid-vector, in the staged kernel's domain.
 CASES += [((1024, 3001), "float32"), ((1024, 2049), "float32"), ((700, 4099), "float32"), ((512, 5001), "float32"),
           ((1024, 5001), "float32"), ((256, 8001), "float32"), ((640, 6001), "float32"), ((1024, 4095), "float32")]
+# Cases 149-152 (session 19): fp32 staged rows below 128 rows (whole rows, mid-vector).
+CASES += [((16, 7000), "float32"), ((7, 8188), "float32"), ((33, 4097), "float32"), ((100, 3001), "float32")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
