@@ -1,0 +1,533 @@
+// Standalone microbenchmark: how should an fp32 warp-per-row plan of long rows (128-1024 rows
+// of 2049-8160 columns) bring its row on chip? The library takes the staged kernel (one bulk
+// copy per row into shared memory, 32 threads adding) or the split-lane kernel (128 threads,
+// each with up to 64 four-byte loads in registers), by shape. Here beside them: the split-lane
+// additions fed from shared memory, the row copied by many threads' 16-byte cp.async or by
+// several bulk copies; every case adds in the reference's order, so their outputs are
+// compared bit for bit with the library's. Inductor's kernel (inexact here) joins the cases
+// with KB14_TRITON_CUBIN / KB14_TRITON_SMEM / KB14_TRITON_THREADS, one row per block.
+// Exploratory, the record of results/kernel_notes.md's session 19 figures.
+//
+//   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
+//        -o warp_row_staging scripts/microbench/warp_row_staging.cu
+//   ./warp_row_staging ROWS COLS turn [ROUNDS]  # each call after a read flush, in a balanced order
+//   ./warp_row_staging ROWS COLS b2b [ROUNDS]   # 64 calls back to back over rotating copies (> L2)
+//   ./warp_row_staging ROWS COLS graph [ROUNDS] # the same 64 calls as one CUDA graph
+//   ./warp_row_staging ROWS COLS ncu            # three launches of each
+// KB14_CASES=a,b,...: only those cases beside the library; KB14_READ_LAYOUTS=1 adds plain reads
+// of aligned rows in five layouts (any order: timing references); KB14_COPIES, KB14_CALLS: the
+// rotation and the calls per timing back to back.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tail_kernels.cuh"
+
+using namespace kb14;
+using namespace kb14::tail;
+
+#define CK(x)                                                                        \
+  do {                                                                               \
+    cudaError_t err_ = (x);                                                          \
+    if (err_ != cudaSuccess) {                                                       \
+      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(err_), __LINE__); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+namespace {
+
+cudaStream_t g_stream = nullptr;  // every launch's stream (a non-default one, so graphs can capture it)
+
+enum class Copy { kThreads, kBulkPieces };
+
+// split_lane_rows_kernel's additions, fed from shared memory: the row's whole vectors are
+// copied in first, by every thread's 16-byte cp.async (kThreads) or by kPieces bulk copies
+// (kBulkPieces); then threads 0-127 each add elements t, t + 128, ... as the split-lane
+// kernel does from its registers, and combine the same way.
+template <int kThreads, Copy kCopy, int kPieces, bool kShifted>
+__global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<float> a) {
+  static_assert(kThreads % kSplitLaneThreads == 0 && kPieces <= kThreads, "threads 0-127 add");
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ float lane_leaves[kWarp];
+  __shared__ uint64_t landed;
+  const int t = threadIdx.x;
+  const int r = blockIdx.x;
+  const LeanRow<kLaneAccumulators, kShifted> geo(r, a.cols);
+  const float* row_start = a.y + r * a.row_stride;
+  const float* row = row_start + geo.base;
+  const uint4* src = reinterpret_cast<const uint4*>(row);
+  const int n = geo.nvec * kLaneAccumulators;
+  const uint64_t policy = evict_first_policy();
+  if constexpr (kCopy == Copy::kBulkPieces) {
+    if (t == 0) {
+      mbarrier_init(&landed, kPieces);
+      fence_mbarrier_init();
+    }
+    __syncthreads();
+  }
+  wait_for_prior_grids();
+  if constexpr (kCopy == Copy::kThreads) {
+    for (int k = t; k < geo.nvec; k += kThreads) copy_to_shared_async(staged + k, src + k, policy);
+  } else if (t < kPieces) {
+    const int per = (geo.nvec + kPieces - 1) / kPieces;
+    const int first = min(t * per, geo.nvec), last = min(first + per, geo.nvec);
+    mbarrier_arrive_expecting(&landed, uint32_t(last - first) * 16u);
+    if (last > first) bulk_copy_to_shared(staged + first, src + first, uint32_t(last - first) * 16u, &landed, policy);
+  }
+  const int lane = t / kLaneAccumulators;
+  const bool edge_thread = kShifted && t < kSplitLaneThreads && t % kLaneAccumulators == 0;
+  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < kLaneAccumulators;
+  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % kLaneAccumulators;
+  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
+  const float tail = has_tail ? lean_element_quotient(row + n + lane, a.inv) : 0.0f;
+  allow_dependent_launch();
+  if constexpr (kCopy == Copy::kThreads) {
+    wait_for_own_copies();
+    __syncthreads();
+  } else {
+    mbarrier_wait(&landed);
+  }
+  if (t < kSplitLaneThreads) {
+    const float* f = reinterpret_cast<const float*>(staged);
+    float acc = has_head ? 0.0f + head : 0.0f;
+#pragma unroll 8
+    for (int k = t; k < n; k += kSplitLaneThreads) acc = acc + quotient_of_float<float>(f[k], a.inv);
+    if (has_tail) acc = acc + tail;
+    float lane_acc[kLaneAccumulators];
+#pragma unroll
+    for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
+    if (t % kLaneAccumulators == 0) lane_leaves[lane] = lean_leaf(lane_acc);
+  }
+  __syncthreads();
+  if (t < kWarp) {
+    const float total = shuffle_tree(lane_leaves[t], kWarp);
+    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
+  }
+}
+
+// split_lane_rows_kernel's chains, read by 16-byte loads: thread 4 l + q loads lane l's vector
+// of step 4 s + q (the reference's lane l adds vectors l, l + 32, ... in steps 0, 1, ...), so
+// each quad of threads holds four consecutive steps of one lane; a 4 x 4 transpose within the
+// quad (two butterfly stages of shuffles) leaves thread 4 l + q with accumulator q's elements
+// of those four steps, in order. U vectors in flight per thread.
+template <int U, int kMinBlocks, bool kShifted, LeanLoad kLoad = kLeanLoad>
+__global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) quad_lane_rows_kernel(LeanArgs<float> a) {
+  __shared__ float lane_leaves[kWarp];
+  const int t = threadIdx.x;
+  const int r = blockIdx.x;
+  const int lane = t / 4, q = t % 4;
+  const LeanRow<4, kShifted> geo(r, a.cols);
+  const float* row_start = a.y + r * a.row_stride;
+  const uint4* row = reinterpret_cast<const uint4*>(row_start + geo.base);
+  const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
+  uint4 buf[U];
+  const auto load_round = [&](int s0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int k = lane + kWarp * (4 * (s0 + u) + q);
+      if (k < geo.nvec) lean_load_one<kLoad>(buf[u], row + k, policy);
+      else buf[u] = make_uint4(0, 0, 0, 0);
+    }
+  };
+  wait_for_prior_grids();
+  load_round(0);
+  const bool edge_thread = kShifted && q == 0;
+  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < 4;
+  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % 4;
+  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
+  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * 4 + lane, a.inv) : 0.0f;
+  allow_dependent_launch();
+  float acc = has_head ? 0.0f + head : 0.0f;
+#pragma unroll 1
+  for (int s0 = 0;;) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float x[4] = {quotient_of_float<float>(__uint_as_float(buf[u].x), a.inv),
+                    quotient_of_float<float>(__uint_as_float(buf[u].y), a.inv),
+                    quotient_of_float<float>(__uint_as_float(buf[u].z), a.inv),
+                    quotient_of_float<float>(__uint_as_float(buf[u].w), a.inv)};
+      // Stage m: the positions c whose bit m differs from q's take the partner's element c ^ m.
+#pragma unroll
+      for (int m = 2; m > 0; m >>= 1) {
+        const bool upper = (q & m) != 0;
+        const int lo = 0, hi = 3 - m;  // the two positions with bit m clear
+        const float send0 = upper ? x[lo] : x[lo + m];
+        const float send1 = upper ? x[hi] : x[hi + m];
+        const float got0 = __shfl_xor_sync(0xffffffffu, send0, m);
+        const float got1 = __shfl_xor_sync(0xffffffffu, send1, m);
+        if (upper) {
+          x[lo] = got0;
+          x[hi] = got1;
+        } else {
+          x[lo + m] = got0;
+          x[hi + m] = got1;
+        }
+      }
+      const int j0 = 4 * (s0 + u);
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        if (lane + kWarp * (j0 + jj) < geo.nvec) acc = acc + x[jj];
+      }
+    }
+    s0 += U;
+    if (kWarp * 4 * s0 >= geo.nvec) break;  // no lane has a step left (the same for the whole block)
+    load_round(s0);
+  }
+  if (has_tail) acc = acc + tail;
+  float lane_acc[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
+  if (q == 0) lane_leaves[lane] = lean_leaf(lane_acc);
+  __syncthreads();
+  if (t < kWarp) {
+    const float total = shuffle_tree(lane_leaves[t], kWarp);
+    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
+  }
+}
+
+LeanArgs<float> args_for(const void* y, int rows, int cols, void* out) {
+  LeanArgs<float> a{};
+  a.y = static_cast<const float*>(y);
+  a.row_stride = cols;
+  a.out = static_cast<float*>(out);
+  a.out_stride = 1;
+  a.rows = rows;
+  a.cols = cols;
+  a.inv = 0.5f;
+  a.scale = 1.5f;
+  return a;
+}
+
+template <int kThreads, Copy kCopy, int kPieces>
+void launch_split_lane_staged(const void* y, int rows, int cols, void* out) {
+  const LeanArgs<float> a = args_for(y, rows, cols, out);
+  const size_t bytes = size_t(cols / 4) * 16;
+  const auto go = [&](auto kernel) {
+    static bool sized = false;  // once: the launches back to back must not wait on the host
+    if (!sized) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * 1024));
+    sized = true;
+    CK(launch_programmatic(kernel, dim3(rows), dim3(kThreads), bytes, g_stream, true, a));
+  };
+  if (cols % 4) go(split_lane_staged_kernel<kThreads, kCopy, kPieces, true>);
+  else go(split_lane_staged_kernel<kThreads, kCopy, kPieces, false>);
+}
+
+// A pure read, in any order, of aligned rows: one row per kThreads-thread block, thread t
+// taking words t, t + kThreads, ... (U of kBytes each, all in flight): which layout of the
+// same bytes reads fastest, apart from any order of additions.
+template <int kThreads, int kBytes, int U>
+__global__ void __launch_bounds__(kThreads) row_read_layout(const float* y, int cols, float* out) {
+  using W = typename std::conditional<kBytes == 16, uint4, uint32_t>::type;
+  __shared__ float warp_sums[kThreads / 32];
+  const int t = threadIdx.x;
+  const W* row = reinterpret_cast<const W*>(y + int64_t(blockIdx.x) * cols);
+  const int n = cols * 4 / kBytes;
+  const uint64_t policy = evict_first_policy();
+  W buf[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if (t + kThreads * u < n) {
+      if constexpr (kBytes == 16) lean_load_one<kLeanLoad>(buf[u], row + t + kThreads * u, policy);
+      else asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(buf[u])
+                        : "l"(row + t + kThreads * u), "l"(policy));
+    }
+  }
+  float acc = 0.0f;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if (t + kThreads * u < n) {
+      if constexpr (kBytes == 16) acc += __uint_as_float(buf[u].x) + __uint_as_float(buf[u].y) +
+                                         __uint_as_float(buf[u].z) + __uint_as_float(buf[u].w);
+      else acc += __uint_as_float(buf[u]);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (t % 32 == 0) warp_sums[t / 32] = acc;
+  __syncthreads();
+  if (t == 0) {
+    float total = 0.0f;
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    out[blockIdx.x] = total;
+  }
+}
+
+template <int kThreads, int kBytes>
+void launch_read_layout(const void* y, int rows, int cols, void* out) {
+  const int per_thread = (cols * 4 / kBytes + kThreads - 1) / kThreads;
+  const auto go = [&](auto kernel) {
+    kernel<<<rows, kThreads, 0, g_stream>>>(static_cast<const float*>(y), cols, static_cast<float*>(out));
+  };
+  if (cols % 4) std::exit(3);  // aligned rows only
+  if (per_thread <= 2) go(row_read_layout<kThreads, kBytes, 2>);
+  else if (per_thread <= 4) go(row_read_layout<kThreads, kBytes, 4>);
+  else if (per_thread <= 8) go(row_read_layout<kThreads, kBytes, 8>);
+  else if (per_thread <= 16) go(row_read_layout<kThreads, kBytes, 16>);
+  else if (per_thread <= 32) go(row_read_layout<kThreads, kBytes, 32>);
+  else std::exit(4);
+}
+
+template <int U, int kMinBlocks, LeanLoad kLoad = kLeanLoad>
+void launch_quad_lane(const void* y, int rows, int cols, void* out) {
+  const LeanArgs<float> a = args_for(y, rows, cols, out);
+  if (cols % 4) CK(launch_programmatic(quad_lane_rows_kernel<U, kMinBlocks, true, kLoad>, dim3(rows), dim3(128), 0, g_stream, true, a));
+  else CK(launch_programmatic(quad_lane_rows_kernel<U, kMinBlocks, false, kLoad>, dim3(rows), dim3(128), 0, g_stream, true, a));
+}
+
+// The library's kernels, forced.
+void launch_staged(const void* y, int rows, int cols, void* out) {
+  CK((launch_staged_warp_rows<float, 4, true>(args_for(y, rows, cols, out), g_stream)));
+}
+template <int U>
+void launch_split(const void* y, int rows, int cols, void* out) {
+  CK((launch_split_lane_rows<U, true>(args_for(y, rows, cols, out), g_stream)));
+}
+
+// The lean kernel's warp rows: U vectors in flight per lane, kBlock-thread blocks.
+template <int U, int kBlock, int kMinBlocks>
+void launch_lean_warp_rows(const void* y, int rows, int cols, void* out) {
+  CK((launch_lean_variant<float, 4, U, kLeanLoad, true, true, false, kBlock, kMinBlocks>(args_for(y, rows, cols, out),
+                                                                                       g_stream)));
+}
+
+// The split-lane kernel with its blocks per SM capped at kBlocksPerSm by unused dynamic shared
+// memory: fewer rows in flight at once, so that the rows finish, and add, in waves.
+template <int U, int kBlocksPerSm>
+void launch_split_capped(const void* y, int rows, int cols, void* out) {
+  const LeanArgs<float> a = args_for(y, rows, cols, out);
+  const int pad = (228 * 1024) / kBlocksPerSm - 1024 - 256;
+  const auto go = [&](auto kernel) {
+    static bool sized = false;
+    if (!sized) {
+      // The kernel is shared by every cap: allow the largest pad any of them asks.
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+      int blocks = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kSplitLaneThreads, pad));
+      if (blocks != kBlocksPerSm) std::printf("split_capped<%d, %d>: %d blocks per SM\n", U, kBlocksPerSm, blocks);
+    }
+    sized = true;
+    CK(launch_programmatic(kernel, dim3(rows), dim3(kSplitLaneThreads), size_t(pad), g_stream, true, a));
+  };
+  if (cols % 4) go(split_lane_rows_kernel<U, kSplitLaneMinBlocks<U>, true, true>);
+  else go(split_lane_rows_kernel<U, kSplitLaneMinBlocks<U>, true, false>);
+}
+
+// The library's own choice, as kb14::div_sum_scale launches it.
+float* g_partials = nullptr;
+void launch_library(const void* y, int rows, int cols, void* out) {
+  static DeviceShape prop = [] {
+    DeviceShape d;
+    CK(query_device_shape(0, &d));
+    return d;
+  }();
+  const Plan p = plan_reference_sum(rows, cols, 4, prop);
+  const Args<float> a = planned_args<float>(p, static_cast<const float*>(y), cols, 1, static_cast<float*>(out), 1,
+                                            2.0, 1.5, g_partials);
+  const bool lean = lean_path_applies<float, 4>(p, a);
+  CK((lean ? launch_lean<float, 4>(p, a, prop, LeanOptions{}, g_stream)
+           : launch_general<float, 4>(p, a, g_stream, launch_is_programmatic(true, prop))));
+}
+
+cudaKernel_t g_triton = nullptr;
+unsigned g_triton_smem = 0, g_triton_threads = 512;
+void launch_triton(const void* y, int rows, int cols, void* out) {
+  void *o = out, *i = const_cast<void*>(y), *none = nullptr;
+  unsigned xnumel = rows, rnumel = cols;
+  void* params[] = {&o, &i, &xnumel, &rnumel, &none, &none};
+  CK(cudaLaunchKernel(reinterpret_cast<const void*>(g_triton), dim3(rows), dim3(g_triton_threads), params,
+                      g_triton_smem, g_stream));
+}
+
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+__global__ void read_flush(const uint4* p, size_t n, int* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = int(acc);
+}
+
+struct Case {
+  std::string name;
+  void (*launch)(const void*, int, int, void*);
+  bool exact;  // adds in the reference's order
+};
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::printf("usage: %s ROWS COLS turn|b2b|graph|ncu [ROUNDS]\n", argv[0]);
+    return 2;
+  }
+  const int rows = std::atoi(argv[1]), cols = std::atoi(argv[2]);
+  const std::string mode = argv[3];
+  const int rounds = argc > 4 ? std::atoi(argv[4]) : 400;
+  std::vector<Case> cases = {
+      {"library", launch_library, true},
+      {"staged_bulk1", launch_staged, true},
+      {"split32", launch_split<32>, true},
+      {"split48", launch_split<48>, true},
+      {"split64", launch_split<64>, true},
+      {"split32_sm4", launch_split_capped<32, 4>, true},
+      {"split32_sm5", launch_split_capped<32, 5>, true},
+      {"split32_sm6", launch_split_capped<32, 6>, true},
+      {"split48_sm4", launch_split_capped<48, 4>, true},
+      {"split64_sm3", launch_split_capped<64, 3>, true},
+      {"lean_warp_u2", launch_lean_warp_rows<2, kLeanBlock, kLeanBlocksPerSm>, true},
+      {"lean_warp_u8", launch_lean_warp_rows<kWideWarpRowU, kWideWarpRowBlock, kWideWarpRowBlocksPerSm>, true},
+      {"lean_warp_u16", launch_lean_warp_rows<kDeepWarpRowU, kDeepWarpRowBlock, kDeepWarpRowBlocksPerSm>, true},
+      {"quad_u2", launch_quad_lane<2, 8>, true},
+      {"quad_u4", launch_quad_lane<4, 8>, true},
+      {"quad_u8", launch_quad_lane<8, 8>, true},
+      {"quad_u8_cs", launch_quad_lane<8, 8, LeanLoad::kCacheStreaming>, true},
+      {"quad_u12", launch_quad_lane<12, 5>, true},
+      {"quad_u16", launch_quad_lane<16, 4>, true},
+      {"sls_threads128", launch_split_lane_staged<128, Copy::kThreads, 1>, true},
+      {"sls_threads256", launch_split_lane_staged<256, Copy::kThreads, 1>, true},
+      {"sls_threads512", launch_split_lane_staged<512, Copy::kThreads, 1>, true},
+      {"sls_bulk1", launch_split_lane_staged<128, Copy::kBulkPieces, 1>, true},
+      {"sls_bulk4", launch_split_lane_staged<128, Copy::kBulkPieces, 4>, true},
+      {"sls_bulk16", launch_split_lane_staged<128, Copy::kBulkPieces, 16>, true},
+  };
+  CK(cudaFree(nullptr));
+  CK(cudaStreamCreate(&g_stream));
+  if (std::getenv("KB14_READ_LAYOUTS") && cols % 4 == 0) {
+    cases.push_back({"read_512x16B", launch_read_layout<512, 16>, false});
+    cases.push_back({"read_256x16B", launch_read_layout<256, 16>, false});
+    cases.push_back({"read_128x16B", launch_read_layout<128, 16>, false});
+    cases.push_back({"read_128x4B", launch_read_layout<128, 4>, false});
+    cases.push_back({"read_32x16B", launch_read_layout<32, 16>, false});
+  }
+  if (const char* cubin = std::getenv("KB14_TRITON_CUBIN")) {
+    cudaLibrary_t library;
+    CK(cudaLibraryLoadFromFile(&library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    CK(cudaLibraryGetKernel(&g_triton, library, "triton_red_fused_div_mul_sum_0"));
+    if (const char* smem = std::getenv("KB14_TRITON_SMEM")) g_triton_smem = unsigned(std::atoi(smem));
+    if (const char* threads = std::getenv("KB14_TRITON_THREADS")) g_triton_threads = unsigned(std::atoi(threads));
+    cases.push_back({"inductor", launch_triton, false});
+  }
+  if (const char* keep = std::getenv("KB14_CASES")) {  // a comma-separated subset (the library stays first)
+    const std::string list = std::string(",") + keep + ",";
+    std::vector<Case> kept = {cases[0]};
+    for (size_t c = 1; c < cases.size(); ++c)
+      if (list.find("," + cases[c].name + ",") != std::string::npos) kept.push_back(cases[c]);
+    cases = kept;
+  }
+  const int k = int(cases.size());
+
+  // Rotating copies of y, together more than L2, for calls back to back.
+  const size_t n = size_t(rows) * cols;
+  int copies = std::max<int>(2, int((size_t(200) << 20) / (n * 4)) + 1);
+  if (const char* e = std::getenv("KB14_COPIES")) copies = std::atoi(e);
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = float(int((i * 2654435761u) % 2001) - 1000) / 997.0f;
+  std::vector<void*> ys(copies);
+  for (auto& y : ys) {
+    CK(cudaMalloc(&y, n * 4));
+    CK(cudaMemcpy(y, host.data(), n * 4, cudaMemcpyHostToDevice));
+  }
+  void* out;
+  CK(cudaMalloc(&out, size_t(rows) * 4 * k));
+  CK(cudaMalloc(&g_partials, size_t(64) << 20));
+
+  // Bits: every exact case against the library's output.
+  std::vector<std::vector<float>> got(k, std::vector<float>(rows));
+  for (int c = 0; c < k; ++c) {
+    cases[c].launch(ys[0], rows, cols, static_cast<float*>(out) + size_t(c) * rows);
+    CK(cudaStreamSynchronize(g_stream));
+    CK(cudaMemcpy(got[c].data(), static_cast<float*>(out) + size_t(c) * rows, rows * 4, cudaMemcpyDeviceToHost));
+  }
+  std::printf("%d x %d fp32; bits against the library's:", rows, cols);
+  for (int c = 1; c < k; ++c) {
+    int differ = 0;
+    for (int i = 0; i < rows; ++i) differ += std::memcmp(&got[c][i], &got[0][i], 4) != 0;
+    std::printf(" %s %s", cases[c].name.c_str(),
+                differ ? (std::to_string(differ) + " rows differ" + (cases[c].exact ? " (WRONG)" : "")).c_str()
+                       : "equal");
+  }
+  std::printf("\n");
+
+  if (mode == "ncu") {
+    for (const Case& c : cases)
+      for (int i = 0; i < 3; ++i) c.launch(ys[0], rows, cols, out);
+    CK(cudaStreamSynchronize(g_stream));
+    for (const Case& c : cases) std::printf("%s\n", c.name.c_str());
+    return 0;
+  }
+
+  const size_t flush_words = (256u << 20) / 16;
+  uint4* flush_buf;
+  int* sink;
+  CK(cudaMalloc(&flush_buf, flush_words * 16));
+  CK(cudaMemset(flush_buf, 1, flush_words * 16));
+  CK(cudaMalloc(&sink, 4));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const bool graph = mode == "graph", b2b = mode == "b2b" || graph;
+  const int kBackToBack = std::getenv("KB14_CALLS") ? std::atoi(std::getenv("KB14_CALLS")) : 64;
+  // graph: the 64 calls captured once per case and replayed (no host launches between them).
+  std::vector<cudaGraphExec_t> graphs(k);
+  if (graph) {
+    for (int c = 0; c < k; ++c) {
+      cudaGraph_t g;
+      CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < kBackToBack; ++i) cases[c].launch(ys[i % copies], rows, cols, out);
+      CK(cudaStreamEndCapture(g_stream, &g));
+      CK(cudaGraphInstantiate(&graphs[c], g, 0));
+    }
+  }
+  std::vector<std::vector<float>> times(k);
+  std::vector<cudaEvent_t> ev(2 * k);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (int r = -3; r < rounds; ++r) {
+    for (int j = 0; j < k; ++j) {
+      // Rotated, reversed on odd rounds: each case in each place and behind each other alike.
+      const int pos = r >= 0 && r % 2 ? k - 1 - j : j;
+      const int c = ((r < 0 ? 0 : r / 2) + pos) % k;
+      spin<<<1, 1, 0, g_stream>>>(b2b ? 1 << 21 : 1 << 18);  // long enough for the host to queue every call
+      if (!b2b) read_flush<<<sms * 8, 512, 0, g_stream>>>(flush_buf, flush_words, sink);
+      CK(cudaEventRecord(ev[2 * c], g_stream));
+      if (graph) {
+        CK(cudaGraphLaunch(graphs[c], g_stream));
+      } else {
+        for (int i = 0; i < (b2b ? kBackToBack : 1); ++i) cases[c].launch(ys[i % copies], rows, cols, out);
+      }
+      CK(cudaEventRecord(ev[2 * c + 1], g_stream));
+    }
+    CK(cudaStreamSynchronize(g_stream));
+    if (r < 0) continue;
+    for (int c = 0; c < k; ++c) {
+      float ms;
+      CK(cudaEventElapsedTime(&ms, ev[2 * c], ev[2 * c + 1]));
+      times[c].push_back(ms * 1000.0f / (b2b ? kBackToBack : 1));
+    }
+  }
+  CK(cudaGetLastError());
+  std::printf("%s, %d rounds, us per call (gap: median of case - library, per round)\n",
+              graph ? "64 calls back to back over rotating copies, one CUDA graph"
+              : b2b ? "64 calls back to back over rotating copies, launched one by one"
+                    : "each call after a 256 MB read flush", rounds);
+  for (int c = 0; c < k; ++c) {
+    std::vector<float> gap(rounds);
+    for (int r = 0; r < rounds; ++r) gap[r] = times[c][r] - times[0][r];
+    std::sort(gap.begin(), gap.end());
+    std::printf("  %-16s median %7.3f  gap %+6.3f  [q25 %+6.3f, q75 %+6.3f]\n", cases[c].name.c_str(),
+                median(times[c]), gap[rounds / 2], gap[rounds / 4], gap[3 * rounds / 4]);
+  }
+  return 0;
+}
