@@ -840,6 +840,23 @@ constexpr int kLaneAccumulators = kInputVec<float>;  // an fp32 lane's accumulat
 constexpr int kSplitLaneThreads = kWarp * kLaneAccumulators;
 constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
 
+// The end of a row whose lane l keeps its four accumulators on threads 4 l .. 4 l + 3 (acc:
+// thread t's): they meet in lean_leaf's order on thread 4 l, and the 32 lane leaves go through
+// the reference's shuffle tree in the first warp, which stores the row's result. Every
+// thread of the block calls it (a barrier).
+__device__ __forceinline__ void split_lane_store(float acc, int t, int lane, float (&lane_leaves)[kWarp],
+                                                 const LeanArgs<float>& a, int r) {
+  float lane_acc[kLaneAccumulators];
+#pragma unroll
+  for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
+  if (t % kLaneAccumulators == 0) lane_leaves[lane] = lean_leaf(lane_acc);
+  __syncthreads();
+  if (t < kWarp) {
+    const float total = shuffle_tree(lane_leaves[t], kWarp);
+    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
+  }
+}
+
 // kStaged: the row's whole vectors are first copied into shared memory (one bulk copy on
 // sm_90, the staged kernel's; before, each thread copies vectors t, t + 128, ...), and each
 // thread adds its elements from there: the staged kernel's copy with 128 threads adding
@@ -915,16 +932,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
     }
   }
   if (has_tail) acc = acc + tail;
-  // The lane's accumulators, gathered on its first thread.
-  float lane_acc[kLaneAccumulators];
-#pragma unroll
-  for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
-  if (t % kLaneAccumulators == 0) lane_leaves[lane] = lean_leaf(lane_acc);
-  __syncthreads();
-  if (t < kWarp) {
-    const float total = shuffle_tree(lane_leaves[t], kWarp);
-    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
-  }
+  split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
 
 // ---------------------------------------------------------------------------

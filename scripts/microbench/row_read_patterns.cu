@@ -21,19 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "harness.cuh"
 #include "tail_kernels.cuh"
 
 using namespace kb14;
 using namespace kb14::tail;
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t err_ = (x);                                                                \
-    if (err_ != cudaSuccess) {                                                             \
-      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(err_), __LINE__);      \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
 
 namespace {
 
@@ -138,21 +130,6 @@ void launch_scalar(const void* y, int64_t stride, int rows, int cols, void* out)
   row_read_scalar<U><<<rows, 512>>>(static_cast<const float*>(y), stride, cols, static_cast<float*>(out));
 }
 
-__global__ void spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
-__global__ void read_flush(const uint4* p, size_t n, int* sink) {
-  uint32_t acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) *sink = int(acc);
-}
-
 struct Case {
   std::string name;
   void (*launch)(const void*, int64_t, int, int, void*);
@@ -168,15 +145,7 @@ void launch_pattern(const void* y, int64_t stride, int rows, int cols, void* out
 // once) or, kProgrammatic, as the library launches it.
 template <bool kShifted, bool kExact, bool kProgrammatic = false>
 void launch_library(const void* y, int64_t stride, int rows, int cols, void* out) {
-  LeanArgs<float> a{};
-  a.y = static_cast<const float*>(y);
-  a.row_stride = stride;
-  a.out = static_cast<float*>(out);
-  a.out_stride = 1;
-  a.rows = rows;
-  a.cols = cols;
-  a.inv = 0.5f;
-  a.scale = 1.5f;
+  const LeanArgs<float> a = microbench::fp32_tail_args(y, stride, rows, cols, out);
   CK(launch_programmatic(lean_rows_kernel<float, 4, 4, kLeanLoad, true, false, kShifted, false, kExact>,
                          dim3(rows), dim3(kLeanBlock), 0, nullptr, kProgrammatic, a));
 }
@@ -203,17 +172,10 @@ void launch_library_planned(const void* y, int64_t stride, int rows, int cols, v
            : launch_general<T, V>(p, a, nullptr, launch_is_programmatic(true, prop))));
 }
 
-// Inductor's kernel, loaded from the cubin Triton compiled (its parameters: output, input,
-// xnumel, r0_numel and two scratch pointers).
-cudaKernel_t g_triton = nullptr;
-unsigned g_triton_smem = 0;
+// Inductor's kernel (KB14_TRITON_CUBIN), one row per 512-thread block.
+microbench::InductorTail g_inductor;
 
-void launch_triton(const void* y, int64_t, int rows, int cols, void* out) {
-  void *o = out, *i = const_cast<void*>(y), *none = nullptr;
-  unsigned xnumel = rows, rnumel = cols;
-  void* params[] = {&o, &i, &xnumel, &rnumel, &none, &none};
-  CK(cudaLaunchKernel(reinterpret_cast<const void*>(g_triton), dim3(rows), dim3(512), params, g_triton_smem, nullptr));
-}
+void launch_triton(const void* y, int64_t, int rows, int cols, void* out) { g_inductor.launch(y, rows, cols, out, nullptr); }
 
 }  // namespace
 
@@ -235,13 +197,7 @@ int main(int argc, char** argv) {
     cases.push_back({"library_unwarmed", launch_library_planned<float, false>});
   }
   CK(cudaFree(nullptr));
-  if (const char* cubin = std::getenv("KB14_TRITON_CUBIN")) {
-    cudaLibrary_t library;
-    CK(cudaLibraryLoadFromFile(&library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0));
-    CK(cudaLibraryGetKernel(&g_triton, library, "triton_red_fused_div_mul_sum_0"));
-    if (const char* smem = std::getenv("KB14_TRITON_SMEM")) g_triton_smem = unsigned(std::atoi(smem));
-    cases.push_back({"inductor", launch_triton});
-  }
+  if (g_inductor.load_from_env()) cases.push_back({"inductor", launch_triton});
   if (!bf16) {
     if (aligned && cols == 8192) {
       cases.push_back({"library_exact", launch_library<false, true>});
@@ -279,14 +235,7 @@ int main(int argc, char** argv) {
   } else {
     CK(cudaMemcpy(y, host.data(), n * 4, cudaMemcpyHostToDevice));
   }
-  const size_t flush_words = (256u << 20) / 16;
-  uint4* flush_buf;
-  int* sink;
-  CK(cudaMalloc(&flush_buf, flush_words * 16));
-  CK(cudaMemset(flush_buf, 1, flush_words * 16));
-  CK(cudaMalloc(&sink, 4));
-  int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const microbench::ReadFlush flush;
 
   if (ncu) {
     for (const Case& c : cases)
@@ -302,12 +251,9 @@ int main(int argc, char** argv) {
   for (auto& e : ev) CK(cudaEventCreate(&e));
   for (int r = -5; r < rounds; ++r) {
     for (int j = 0; j < k; ++j) {
-      // Round r takes the cases in a rotated order, reversed on odd rounds: each case in
-      // each place, and behind each other, about equally often.
-      const int pos = r >= 0 && r % 2 ? k - 1 - j : j;
-      const int c = ((r < 0 ? 0 : r / 2) + pos) % k;
-      spin<<<1, 1>>>(1 << 18);
-      read_flush<<<sms * 8, 512>>>(flush_buf, flush_words, sink);
+      const int c = microbench::case_in_place(r, j, k);
+      microbench::spin<<<1, 1>>>(1 << 18);
+      flush(nullptr);
       CK(cudaEventRecord(ev[2 * c]));
       cases[c].launch(y, cols, rows, cols, out);
       CK(cudaEventRecord(ev[2 * c + 1]));
@@ -336,18 +282,10 @@ int main(int argc, char** argv) {
     std::printf(" %s %.6g", c.name.c_str(), v);
   }
   std::printf("\n");
-  const auto median = [](std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   std::printf("%d x %d %s, %d rounds in turn after a 256 MB read flush, us (gap: median of case - %s, "
               "per round)\n", rows, cols, argv[1], rounds, cases[0].name.c_str());
-  for (int c = 0; c < k; ++c) {
-    std::vector<float> gap(rounds);
-    for (int r = 0; r < rounds; ++r) gap[r] = times[c][r] - times[0][r];
-    std::sort(gap.begin(), gap.end());
-    std::printf("  %-20s median %7.3f  gap %+6.3f  [q25 %+6.3f, q75 %+6.3f]\n", cases[c].name.c_str(),
-                median(times[c]), gap[rounds / 2], gap[rounds / 4], gap[3 * rounds / 4]);
-  }
+  std::vector<std::string> names;
+  for (const Case& c : cases) names.push_back(c.name);
+  microbench::print_gaps(names, times);
   return 0;
 }

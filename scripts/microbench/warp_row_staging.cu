@@ -24,19 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "harness.cuh"
 #include "tail_kernels.cuh"
 
 using namespace kb14;
 using namespace kb14::tail;
-
-#define CK(x)                                                                        \
-  do {                                                                               \
-    cudaError_t err_ = (x);                                                          \
-    if (err_ != cudaSuccess) {                                                       \
-      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(err_), __LINE__); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
 
 namespace {
 
@@ -97,6 +89,8 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
 #pragma unroll 8
     for (int k = t; k < n; k += kSplitLaneThreads) acc = acc + quotient_of_float<float>(f[k], a.inv);
     if (has_tail) acc = acc + tail;
+    // split_lane_store's gather, written out here: its barrier wants every thread, and threads
+    // past the first 128 (kThreads of 256 or 512) hold no chain.
     float lane_acc[kLaneAccumulators];
 #pragma unroll
     for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
@@ -178,28 +172,11 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) quad_lane_rows_
     load_round(s0);
   }
   if (has_tail) acc = acc + tail;
-  float lane_acc[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
-  if (q == 0) lane_leaves[lane] = lean_leaf(lane_acc);
-  __syncthreads();
-  if (t < kWarp) {
-    const float total = shuffle_tree(lane_leaves[t], kWarp);
-    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
-  }
+  split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
 
 LeanArgs<float> args_for(const void* y, int rows, int cols, void* out) {
-  LeanArgs<float> a{};
-  a.y = static_cast<const float*>(y);
-  a.row_stride = cols;
-  a.out = static_cast<float*>(out);
-  a.out_stride = 1;
-  a.rows = rows;
-  a.cols = cols;
-  a.inv = 0.5f;
-  a.scale = 1.5f;
-  return a;
+  return microbench::fp32_tail_args(y, cols, rows, cols, out);
 }
 
 template <int kThreads, Copy kCopy, int kPieces>
@@ -331,41 +308,14 @@ void launch_library(const void* y, int rows, int cols, void* out) {
            : launch_general<float, 4>(p, a, g_stream, launch_is_programmatic(true, prop))));
 }
 
-cudaKernel_t g_triton = nullptr;
-unsigned g_triton_smem = 0, g_triton_threads = 512;
-void launch_triton(const void* y, int rows, int cols, void* out) {
-  void *o = out, *i = const_cast<void*>(y), *none = nullptr;
-  unsigned xnumel = rows, rnumel = cols;
-  void* params[] = {&o, &i, &xnumel, &rnumel, &none, &none};
-  CK(cudaLaunchKernel(reinterpret_cast<const void*>(g_triton), dim3(rows), dim3(g_triton_threads), params,
-                      g_triton_smem, g_stream));
-}
-
-__global__ void spin(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
-}
-
-__global__ void read_flush(const uint4* p, size_t n, int* sink) {
-  uint32_t acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) *sink = int(acc);
-}
+microbench::InductorTail g_inductor;
+void launch_triton(const void* y, int rows, int cols, void* out) { g_inductor.launch(y, rows, cols, out, g_stream); }
 
 struct Case {
   std::string name;
   void (*launch)(const void*, int, int, void*);
   bool exact;  // adds in the reference's order
 };
-
-float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -413,14 +363,7 @@ int main(int argc, char** argv) {
     cases.push_back({"read_128x4B", launch_read_layout<128, 4>, false});
     cases.push_back({"read_32x16B", launch_read_layout<32, 16>, false});
   }
-  if (const char* cubin = std::getenv("KB14_TRITON_CUBIN")) {
-    cudaLibrary_t library;
-    CK(cudaLibraryLoadFromFile(&library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0));
-    CK(cudaLibraryGetKernel(&g_triton, library, "triton_red_fused_div_mul_sum_0"));
-    if (const char* smem = std::getenv("KB14_TRITON_SMEM")) g_triton_smem = unsigned(std::atoi(smem));
-    if (const char* threads = std::getenv("KB14_TRITON_THREADS")) g_triton_threads = unsigned(std::atoi(threads));
-    cases.push_back({"inductor", launch_triton, false});
-  }
+  if (g_inductor.load_from_env()) cases.push_back({"inductor", launch_triton, false});
   if (const char* keep = std::getenv("KB14_CASES")) {  // a comma-separated subset (the library stays first)
     const std::string list = std::string(",") + keep + ",";
     std::vector<Case> kept = {cases[0]};
@@ -470,14 +413,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  const size_t flush_words = (256u << 20) / 16;
-  uint4* flush_buf;
-  int* sink;
-  CK(cudaMalloc(&flush_buf, flush_words * 16));
-  CK(cudaMemset(flush_buf, 1, flush_words * 16));
-  CK(cudaMalloc(&sink, 4));
-  int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const microbench::ReadFlush flush;
   const bool graph = mode == "graph", b2b = mode == "b2b" || graph;
   const int kBackToBack = std::getenv("KB14_CALLS") ? std::atoi(std::getenv("KB14_CALLS")) : 64;
   // graph: the 64 calls captured once per case and replayed (no host launches between them).
@@ -496,11 +432,9 @@ int main(int argc, char** argv) {
   for (auto& e : ev) CK(cudaEventCreate(&e));
   for (int r = -3; r < rounds; ++r) {
     for (int j = 0; j < k; ++j) {
-      // Rotated, reversed on odd rounds: each case in each place and behind each other alike.
-      const int pos = r >= 0 && r % 2 ? k - 1 - j : j;
-      const int c = ((r < 0 ? 0 : r / 2) + pos) % k;
-      spin<<<1, 1, 0, g_stream>>>(b2b ? 1 << 21 : 1 << 18);  // long enough for the host to queue every call
-      if (!b2b) read_flush<<<sms * 8, 512, 0, g_stream>>>(flush_buf, flush_words, sink);
+      const int c = microbench::case_in_place(r, j, k);
+      microbench::spin<<<1, 1, 0, g_stream>>>(b2b ? 1 << 21 : 1 << 18);  // long enough for the host to queue every call
+      if (!b2b) flush(g_stream);
       CK(cudaEventRecord(ev[2 * c], g_stream));
       if (graph) {
         CK(cudaGraphLaunch(graphs[c], g_stream));
@@ -522,12 +456,8 @@ int main(int argc, char** argv) {
               graph ? "64 calls back to back over rotating copies, one CUDA graph"
               : b2b ? "64 calls back to back over rotating copies, launched one by one"
                     : "each call after a 256 MB read flush", rounds);
-  for (int c = 0; c < k; ++c) {
-    std::vector<float> gap(rounds);
-    for (int r = 0; r < rounds; ++r) gap[r] = times[c][r] - times[0][r];
-    std::sort(gap.begin(), gap.end());
-    std::printf("  %-16s median %7.3f  gap %+6.3f  [q25 %+6.3f, q75 %+6.3f]\n", cases[c].name.c_str(),
-                median(times[c]), gap[rounds / 2], gap[rounds / 4], gap[3 * rounds / 4]);
-  }
+  std::vector<std::string> names;
+  for (const Case& c : cases) names.push_back(c.name);
+  microbench::print_gaps(names, times);
   return 0;
 }

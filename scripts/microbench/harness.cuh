@@ -1,0 +1,124 @@
+// What the standalone microbenchmarks of this folder share: error checks, the read flush
+// before each timed call, the balanced order of cases in turn, the per-round gap summary,
+// the library's kernel arguments for KernelBench's tail and Inductor's compiled tail loaded
+// from its Triton cache's cubin. No torch.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "tail_kernels.cuh"
+
+#define CK(x)                                                                        \
+  do {                                                                               \
+    cudaError_t err_ = (x);                                                          \
+    if (err_ != cudaSuccess) {                                                       \
+      std::printf("CUDA error %s at line %d\n", cudaGetErrorString(err_), __LINE__); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+namespace microbench {
+
+// Keeps the GPU busy while the host queues what follows, so the timed calls are GPU work.
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+__global__ void read_flush_kernel(const uint4* p, size_t n, int* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = int(acc);
+}
+
+// A 256 MB read: evicts L2 without leaving dirty lines to write back during the next call.
+struct ReadFlush {
+  static constexpr size_t kWords = (size_t(256) << 20) / 16;
+  uint4* buf = nullptr;
+  int* sink = nullptr;
+  int sms = 0;
+  ReadFlush() {
+    CK(cudaMalloc(&buf, kWords * 16));
+    CK(cudaMemset(buf, 1, kWords * 16));
+    CK(cudaMalloc(&sink, 4));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  }
+  void operator()(cudaStream_t stream) const { read_flush_kernel<<<sms * 8, 512, 0, stream>>>(buf, kWords, sink); }
+};
+
+// Round r's case in place j of k: rotated, reversed on odd rounds, so that each case takes
+// each place, and follows each other, about equally often (rounds below 0: warm-up).
+inline int case_in_place(int r, int j, int k) {
+  const int pos = r >= 0 && r % 2 ? k - 1 - j : j;
+  return ((r < 0 ? 0 : r / 2) + pos) % k;
+}
+
+inline float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One line per case: its median time, and the median, q25 and q75 of its per-round gap to
+// case 0.
+inline void print_gaps(const std::vector<std::string>& names, const std::vector<std::vector<float>>& times) {
+  const size_t rounds = times[0].size();
+  for (size_t c = 0; c < names.size(); ++c) {
+    std::vector<float> gap(rounds);
+    for (size_t r = 0; r < rounds; ++r) gap[r] = times[c][r] - times[0][r];
+    std::sort(gap.begin(), gap.end());
+    std::printf("  %-20s median %7.3f  gap %+6.3f  [q25 %+6.3f, q75 %+6.3f]\n", names[c].c_str(), median(times[c]),
+                gap[rounds / 2], gap[rounds / 4], gap[3 * rounds / 4]);
+  }
+}
+
+// The library's lean-kernel arguments for an fp32 tail with KernelBench's constants (divide
+// by 2, scale by 1.5), rows row_stride elements apart, one output per row.
+inline kb14::tail::LeanArgs<float> fp32_tail_args(const void* y, int64_t row_stride, int rows, int cols, void* out) {
+  kb14::tail::LeanArgs<float> a{};
+  a.y = static_cast<const float*>(y);
+  a.row_stride = row_stride;
+  a.out = static_cast<float*>(out);
+  a.out_stride = 1;
+  a.rows = rows;
+  a.cols = cols;
+  a.inv = 0.5f;
+  a.scale = 1.5f;
+  return a;
+}
+
+// Inductor's tail as Triton compiled it, from KB14_TRITON_CUBIN (and KB14_TRITON_SMEM, its
+// dynamic shared memory; KB14_TRITON_THREADS, its block), launched one row per block by the
+// runtime from the library (its parameters: output, input, xnumel, r0_numel and two scratch
+// pointers).
+struct InductorTail {
+  cudaKernel_t kernel = nullptr;
+  unsigned smem = 0, threads = 512;
+  bool load_from_env() {
+    const char* cubin = std::getenv("KB14_TRITON_CUBIN");
+    if (!cubin) return false;
+    cudaLibrary_t library;
+    CK(cudaLibraryLoadFromFile(&library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    CK(cudaLibraryGetKernel(&kernel, library, "triton_red_fused_div_mul_sum_0"));
+    if (const char* s = std::getenv("KB14_TRITON_SMEM")) smem = unsigned(std::atoi(s));
+    if (const char* t = std::getenv("KB14_TRITON_THREADS")) threads = unsigned(std::atoi(t));
+    return true;
+  }
+  void launch(const void* y, int rows, int cols, void* out, cudaStream_t stream) const {
+    void *o = out, *i = const_cast<void*>(y), *none = nullptr;
+    unsigned xnumel = rows, rnumel = cols;
+    void* params[] = {&o, &i, &xnumel, &rnumel, &none, &none};
+    CK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(rows), dim3(threads), params, smem, stream));
+  }
+};
+
+}  // namespace microbench
