@@ -895,7 +895,8 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
         if (bytes > 0) bulk_copy_to_shared(split_lane_staged, vectors, bytes, &landed, policy);
       }
     } else {
-      for (int k = t; k < geo.nvec; k += kSplitLaneThreads) copy_to_shared_async(split_lane_staged + k, vectors + k, policy);
+      for (int k = t; k < geo.nvec; k += kSplitLaneThreads)
+        copy_to_shared_async(split_lane_staged + k, vectors + k, policy);
     }
   } else {
     lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, t, n, policy);
@@ -979,7 +980,7 @@ struct LeanOptions {
   bool programmatic_launch = true;  // honoured on sm_90 and newer
   bool exact_rows = true;           // the loop-free kernel where it applies (launch_lean_shape)
   bool deep_warp_rows = true;       // 16 vectors per lane on warp-per-row plans with few rows
-  bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows, staged (launch_staged_split_lane_rows)
+  bool staged_warp_rows = true;     // fp32 warp-per-row plans with few long rows, staged: split_lane_rows_kernel
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
   bool deep_block_rows = true;      // 8 vectors in flight per thread on long 16-bit block-per-row plans
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
