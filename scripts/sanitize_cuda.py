@@ -10,10 +10,10 @@ each lane's four accumulators on four threads, 128-1024 rows on a vector boundar
 64 loads in flight: 512 x 6200, 900 x 4100 and 128 x 6000, 660 x 6000 and 200 x 8000, and
 starting mid-vector 1000 x 4095, 300 x 4097, 256 x 8001;
 the same staged in shared memory, by one bulk copy on sm_90: 520 x 6000, 7 x 8188, 33 x 4097
-starting mid-vector), the general split-row kernel (misaligned or strided rows), several blocks per row
-plus the combine kernel (few long rows), one warp per row (strided rows), tiny rows (fewer than
-32 threads), and the column-sum and matrix-vector kernels (the matrix-vector product's resident
-kernel: 1024 x 8192, 1025 x 8192, 3001 x 4104).
+starting mid-vector), the general split-row kernel (misaligned or strided rows), several blocks
+per row plus the combine kernel (few long rows), one warp per row (strided rows), tiny rows
+(fewer than 32 threads), and the column-sum and matrix-vector kernels (the matrix-vector
+product's resident kernel: 1024 x 8192, 1025 x 8192, 3001 x 4104).
 A block of the lean path may also run back to back with the previous call
 (programmatic launch), which consecutive calls here exercise. Exits non-zero if any
 result differs from the reference."""

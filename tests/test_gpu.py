@@ -80,12 +80,11 @@ def test_lean_path_shapes(dtype):
 # 200 x 8000), rows that start mid-vector by the same rule (48: 300 x 4097; 64: 256 x 8001)
 # or with 25-32 values per thread (32: 1000 x 4095); other fp32 rows of more than 2048
 # columns, up to 1024 rows, the split-lane one staged in shared memory (600 x 4100,
-# 700 x 4100, 1024 x 4096, 512 x 5000, 16 x 7000, 1024 x 2052, 7 x 8188, 64 x 2049, 1024 x 2049,
-# 128 x 3001, 512 x 5001); more
-# than 4096 fp32 rows of 4+ vectors per lane the wide one (8192 x 1024, 4097 x 2048,
-# 5000 x 1500, 4100 x 1001, 4097 x 512); up to 4096 rows of 4+
-# vectors per lane the deep one (4096 x 2048, 1025 x 4096, 64 x 2048); else two vectors per
-# lane (4097 x 511, and 16-bit rows beyond the deep kernel's).
+# 700 x 4100, 1024 x 4096, 512 x 5000, 16 x 7000, 1024 x 2052, 7 x 8188, 64 x 2049,
+# 1024 x 2049, 128 x 3001, 512 x 5001); more than 4096 fp32 rows of 4+ vectors per lane the
+# wide one (8192 x 1024, 4097 x 2048, 5000 x 1500, 4100 x 1001, 4097 x 512); up to 4096 rows
+# of 4+ vectors per lane the deep one (4096 x 2048, 1025 x 4096, 64 x 2048); else two vectors
+# per lane (4097 x 511, and 16-bit rows beyond the deep kernel's).
 # Block-per-row fp32 rows of five vectors per thread load them in one round (300 x 10007,
 # 64 x 10240, 17 x 8196); 16-bit block rows of eight vectors per thread or more keep eight
 # in flight (40 x 65535, 33 x 57345).
