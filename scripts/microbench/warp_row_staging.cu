@@ -1,12 +1,15 @@
 // Standalone microbenchmark: how should an fp32 warp-per-row plan of long rows (128-1024 rows
-// of 2049-8160 columns) bring its row on chip? The library takes the staged kernel (one bulk
-// copy per row into shared memory, 32 threads adding) or the split-lane kernel (128 threads,
-// each with up to 64 four-byte loads in registers), by shape. Here beside them: the split-lane
-// additions fed from shared memory, the row copied by many threads' 16-byte cp.async or by
-// several bulk copies; every case adds in the reference's order, so their outputs are
-// compared bit for bit with the library's. Inductor's kernel (inexact here) joins the cases
-// with KB14_TRITON_CUBIN / KB14_TRITON_SMEM / KB14_TRITON_THREADS, one row per block.
-// Exploratory, the record of results/kernel_notes.md's session 19 figures.
+// of 2049-8160 columns) bring its row on chip? Session 19 measured the library's staged kernel
+// (one bulk copy per row into shared memory, 32 threads adding; `staged_bulk1`) and its
+// split-lane kernel (128 threads, each with up to 64 four-byte loads in registers) against:
+// the split-lane additions fed from shared memory, the row copied by many threads' 16-byte
+// cp.async or by one or several bulk copies (`sls_bulk1`: the library's staged rows since
+// 6726213, so `library` is that kernel where it was `staged_bulk1` in the session's runs); 16-byte
+// loads transposed within quads of threads; the split-lane kernel at fewer blocks per SM. Every
+// case adds in the reference's order, so their outputs are compared bit for bit with the
+// library's. Inductor's kernel (inexact here) joins the cases with KB14_TRITON_CUBIN /
+// KB14_TRITON_SMEM / KB14_TRITON_THREADS, one row per block. Exploratory, the record of
+// results/kernel_notes.md's session 19 figures.
 //
 //   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
 //        -o warp_row_staging scripts/microbench/warp_row_staging.cu
