@@ -253,8 +253,11 @@ void launch_read_layout(const void* y, int rows, int cols, void* out) {
 template <int U, int kMinBlocks, LeanLoad kLoad = kLeanLoad>
 void launch_quad_lane(const void* y, int rows, int cols, void* out) {
   const LeanArgs<float> a = args_for(y, rows, cols, out);
-  if (cols % 4) CK(launch_programmatic(quad_lane_rows_kernel<U, kMinBlocks, true, kLoad>, dim3(rows), dim3(128), 0, g_stream, true, a));
-  else CK(launch_programmatic(quad_lane_rows_kernel<U, kMinBlocks, false, kLoad>, dim3(rows), dim3(128), 0, g_stream, true, a));
+  const auto go = [&](auto kernel) {
+    CK(launch_programmatic(kernel, dim3(rows), dim3(kSplitLaneThreads), 0, g_stream, true, a));
+  };
+  if (cols % 4) go(quad_lane_rows_kernel<U, kMinBlocks, true, kLoad>);
+  else go(quad_lane_rows_kernel<U, kMinBlocks, false, kLoad>);
 }
 
 // The library's kernels, forced.
