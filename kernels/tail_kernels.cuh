@@ -1080,26 +1080,21 @@ template <int U>
 constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;
 
 // split_lane_rows_kernel with U loads in flight per thread (kMinBlocks: registers for that
-// many 128-thread blocks per SM).
-template <int U, bool kPdl, int kMinBlocks = kSplitLaneMinBlocks<U>>
+// many 128-thread blocks per SM), or with the row staged in shared memory (kStaged).
+template <int U, bool kPdl, int kMinBlocks = kSplitLaneMinBlocks<U>, bool kStaged = false>
 cudaError_t launch_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
+  const size_t smem = kStaged ? staged_row_bytes<float, kLaneAccumulators>(a.cols) : 0;
   const auto launch = [&](auto kernel) {
-    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), 0, stream, kPdl,
-                               a);
+    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), smem, stream,
+                               kPdl, a);
   };
-  if (a.cols % kLaneAccumulators != 0) return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, true>);
-  return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, false>);
+  if (a.cols % kLaneAccumulators != 0) return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, true, kStaged>);
+  return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, false, kStaged>);
 }
 
-// split_lane_rows_kernel with the row staged in shared memory (kStaged).
 template <bool kPdl>
 cudaError_t launch_staged_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
-  const auto launch = [&](auto kernel) {
-    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads),
-                               staged_row_bytes<float, kLaneAccumulators>(a.cols), stream, kPdl, a);
-  };
-  if (a.cols % kLaneAccumulators != 0) return launch(split_lane_rows_kernel<1, 1, kPdl, true, true>);
-  return launch(split_lane_rows_kernel<1, 1, kPdl, false, true>);
+  return launch_split_lane_rows<1, kPdl, 1, true>(a, stream);
 }
 
 // A warp-per-row plan has one warp per row, so when rows are few only loads in flight
@@ -1128,8 +1123,8 @@ bool deep_warp_rows_pay(int rows, int cols) {
 // Up to 1024 rows of more vectors per lane than the deep kernel keeps in flight (fp32:
 // over 2048 columns), its lanes would wait on memory twice or more: there the staged
 // kernel puts the whole row in flight at once (since session 19 in split_lane_rows_kernel's
-// staged form; the figures below are staged_warp_rows_kernel's). Measured back to back with the bulk copy
-// (results/kernel_notes.md), us, against per-lane copies: 128 x 6000 2.75 -> 2.63,
+// staged form; the figures below are staged_warp_rows_kernel's). Measured back to back with
+// the bulk copy (results/kernel_notes.md), us, against per-lane copies: 128 x 6000 2.75 -> 2.63,
 // 512 x 8000 7.42 -> 5.84, 1024 x 4096 6.61 -> 5.55; against the deep kernel: 1024 x 3000
 // 4.95 -> 4.63. Slower in 16-bit types (1024 x 7000 bf16: 5.94 -> 6.40), so
 // launch_lean_shape takes it for fp32 only.
@@ -1354,14 +1349,15 @@ Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride
 
 // What the library launches for a planned call: the lean kernel where it reproduces the
 // plan (float, half, bfloat16), else the general kernels. `general_only` is the
-// comparison switch (fused_reduce.cu's environment).
+// comparison switch (fused_reduce.cu's environment); `opt`, the lean kernels' options
+// (comparisons turn one off).
 template <typename scalar_t>
 cudaError_t launch_planned(const Plan& p, const Args<scalar_t>& a, const DeviceShape& prop, cudaStream_t stream,
-                           bool general_only = false) {
+                           bool general_only = false, const LeanOptions& opt = LeanOptions{}) {
   constexpr int V = kInputVec<scalar_t>;
   if constexpr (sizeof(scalar_t) < 8) {
     if (!general_only && lean_path_applies<scalar_t, V>(p, a)) {
-      return launch_lean<scalar_t, V>(p, a, prop, LeanOptions{}, stream);
+      return launch_lean<scalar_t, V>(p, a, prop, opt, stream);
     }
   }
   return launch_general<scalar_t, V>(p, a, stream, launch_is_programmatic(true, prop));

@@ -1,7 +1,7 @@
 // What the standalone microbenchmarks of this folder share: error checks, the read flush
-// before each timed call, the balanced order of cases in turn, the per-round gap summary,
-// the library's kernel arguments for KernelBench's tail and Inductor's compiled tail loaded
-// from its Triton cache's cubin. No torch.
+// before each timed call, cases timed in turn in a balanced order and the per-round gap
+// summary, the library's own launch and its kernel arguments for KernelBench's tail, and
+// Inductor's compiled tail loaded from its Triton cache's cubin. No torch.
 #pragma once
 
 #include <algorithm>
@@ -63,6 +63,39 @@ inline int case_in_place(int r, int j, int k) {
   return ((r < 0 ? 0 : r / 2) + pos) % k;
 }
 
+// Times k cases in turn: each round calls every case once, in case_in_place's order (after
+// `warmup` rounds not kept), each behind a spin of spin_cycles (so the host has queued it
+// before the GPU gets there) and, given `flush`, a read flush; call(c) enqueues case c's
+// calls_per_case calls on `stream`. Microseconds per call, [case][round].
+template <typename Call>
+std::vector<std::vector<float>> time_in_turn(int k, int rounds, int warmup, cudaStream_t stream,
+                                             long long spin_cycles, const ReadFlush* flush, int calls_per_case,
+                                             Call&& call) {
+  std::vector<std::vector<float>> times(k);
+  std::vector<cudaEvent_t> ev(2 * k);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (int r = -warmup; r < rounds; ++r) {
+    for (int j = 0; j < k; ++j) {
+      const int c = case_in_place(r, j, k);
+      spin<<<1, 1, 0, stream>>>(spin_cycles);
+      if (flush) (*flush)(stream);
+      CK(cudaEventRecord(ev[2 * c], stream));
+      call(c);
+      CK(cudaEventRecord(ev[2 * c + 1], stream));
+    }
+    CK(cudaStreamSynchronize(stream));
+    if (r < 0) continue;
+    for (int c = 0; c < k; ++c) {
+      float ms;
+      CK(cudaEventElapsedTime(&ms, ev[2 * c], ev[2 * c + 1]));
+      times[c].push_back(ms * 1000.0f / calls_per_case);
+    }
+  }
+  CK(cudaGetLastError());
+  for (auto& e : ev) CK(cudaEventDestroy(e));
+  return times;
+}
+
 inline float median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -94,6 +127,25 @@ inline kb14::tail::LeanArgs<float> fp32_tail_args(const void* y, int64_t row_str
   a.inv = 0.5f;
   a.scale = 1.5f;
   return a;
+}
+
+// The library's own choice for the tail of KernelBench's constants on rows `row_stride`
+// elements apart, launched as kb14::div_sum_scale launches it (launch_planned), with `opt`.
+template <typename T>
+void launch_library_choice(const void* y, int64_t row_stride, int rows, int cols, void* out, cudaStream_t stream,
+                           const kb14::tail::LeanOptions& opt = kb14::tail::LeanOptions{}) {
+  using namespace kb14::tail;
+  kb14::DeviceShape prop;
+  CK(kb14::query_device_shape(0, &prop));  // cached after the first call
+  static typename Arith<T>::acc_t* partials = [] {  // the split plans' accumulators (64 MB: ample here)
+    typename Arith<T>::acc_t* p = nullptr;
+    CK(cudaMalloc(&p, size_t(64) << 20));
+    return p;
+  }();
+  const Plan p = plan_reference_sum(rows, cols, kInputVec<T>, prop);
+  const Args<T> a = planned_args<T>(p, static_cast<const T*>(y), row_stride, 1, static_cast<T*>(out), 1, 2.0, 1.5,
+                                    partials);
+  CK(launch_planned(p, a, prop, stream, false, opt));
 }
 
 // Inductor's tail as Triton compiled it, from KB14_TRITON_CUBIN (and KB14_TRITON_SMEM, its

@@ -150,26 +150,13 @@ void launch_library(const void* y, int64_t stride, int rows, int cols, void* out
                          dim3(rows), dim3(kLeanBlock), 0, nullptr, kProgrammatic, a));
 }
 
-// The library's own choice for any plan, as kb14::div_sum_scale launches it (launch_planned),
-// with (kWarm) or without the warming of rows behind a warmed launch.
-float* g_partials = nullptr;
-
+// The library's own choice for the plan, with (kWarm) or without the warming of rows behind a
+// warmed launch.
 template <typename T, bool kWarm>
 void launch_library_planned(const void* y, int64_t stride, int rows, int cols, void* out) {
-  constexpr int V = kInputVec<T>;
-  static DeviceShape prop = [] {
-    DeviceShape d;
-    CK(query_device_shape(0, &d));
-    return d;
-  }();
-  const Plan p = plan_reference_sum(rows, cols, V, prop);
-  const Args<T> a = planned_args<T>(p, static_cast<const T*>(y), stride, 1, static_cast<T*>(out), 1, 2.0, 1.5,
-                                    g_partials);
   LeanOptions opt;
   opt.warm_rows = kWarm;
-  const bool lean = lean_path_applies<T, V>(p, a);
-  CK((lean ? launch_lean<T, V>(p, a, prop, opt, nullptr)
-           : launch_general<T, V>(p, a, nullptr, launch_is_programmatic(true, prop))));
+  microbench::launch_library_choice<T>(y, stride, rows, cols, out, nullptr, opt);
 }
 
 // Inductor's kernel (KB14_TRITON_CUBIN), one row per 512-thread block.
@@ -225,7 +212,6 @@ int main(int argc, char** argv) {
   const size_t n = size_t(rows) * cols, elem = bf16 ? 2 : 4;
   CK(cudaMalloc(&y, n * elem + 256));
   CK(cudaMalloc(&out, size_t(rows) * elem));
-  CK(cudaMalloc(&g_partials, size_t(64) << 20));
   std::vector<float> host(n);
   for (size_t i = 0; i < n; ++i) host[i] = float((i * 2654435761u) % 1000) / 1000.0f;
   if (bf16) {
@@ -246,27 +232,8 @@ int main(int argc, char** argv) {
   }
 
   const int k = int(cases.size());
-  std::vector<std::vector<float>> times(k);
-  std::vector<cudaEvent_t> ev(2 * k);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int r = -5; r < rounds; ++r) {
-    for (int j = 0; j < k; ++j) {
-      const int c = microbench::case_in_place(r, j, k);
-      microbench::spin<<<1, 1>>>(1 << 18);
-      flush(nullptr);
-      CK(cudaEventRecord(ev[2 * c]));
-      cases[c].launch(y, cols, rows, cols, out);
-      CK(cudaEventRecord(ev[2 * c + 1]));
-    }
-    CK(cudaDeviceSynchronize());
-    if (r < 0) continue;
-    for (int c = 0; c < k; ++c) {
-      float ms;
-      CK(cudaEventElapsedTime(&ms, ev[2 * c], ev[2 * c + 1]));
-      times[c].push_back(ms * 1000.0f);
-    }
-  }
-  CK(cudaGetLastError());
+  const auto times = microbench::time_in_turn(k, rounds, 5, nullptr, 1 << 18, &flush, 1,
+                                              [&](int c) { cases[c].launch(y, cols, rows, cols, out); });
   // Every case sums the same row; their results agree to rounding (the patterns add in any order).
   std::printf("row 0 sums:");
   for (const Case& c : cases) {

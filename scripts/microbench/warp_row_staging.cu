@@ -299,19 +299,8 @@ void launch_split_capped(const void* y, int rows, int cols, void* out) {
 }
 
 // The library's own choice, as kb14::div_sum_scale launches it.
-float* g_partials = nullptr;
 void launch_library(const void* y, int rows, int cols, void* out) {
-  static DeviceShape prop = [] {
-    DeviceShape d;
-    CK(query_device_shape(0, &d));
-    return d;
-  }();
-  const Plan p = plan_reference_sum(rows, cols, 4, prop);
-  const Args<float> a = planned_args<float>(p, static_cast<const float*>(y), cols, 1, static_cast<float*>(out), 1,
-                                            2.0, 1.5, g_partials);
-  const bool lean = lean_path_applies<float, 4>(p, a);
-  CK((lean ? launch_lean<float, 4>(p, a, prop, LeanOptions{}, g_stream)
-           : launch_general<float, 4>(p, a, g_stream, launch_is_programmatic(true, prop))));
+  microbench::launch_library_choice<float>(y, cols, rows, cols, out, g_stream);
 }
 
 microbench::InductorTail g_inductor;
@@ -392,7 +381,6 @@ int main(int argc, char** argv) {
   }
   void* out;
   CK(cudaMalloc(&out, size_t(rows) * 4 * k));
-  CK(cudaMalloc(&g_partials, size_t(64) << 20));
 
   // Bits: every exact case against the library's output.
   std::vector<std::vector<float>> got(k, std::vector<float>(rows));
@@ -421,47 +409,34 @@ int main(int argc, char** argv) {
 
   const microbench::ReadFlush flush;
   const bool graph = mode == "graph", b2b = mode == "b2b" || graph;
-  const int kBackToBack = std::getenv("KB14_CALLS") ? std::atoi(std::getenv("KB14_CALLS")) : 64;
-  // graph: the 64 calls captured once per case and replayed (no host launches between them).
+  const int calls = b2b ? (std::getenv("KB14_CALLS") ? std::atoi(std::getenv("KB14_CALLS")) : 64) : 1;
+  // graph: each case's calls captured once and replayed (no host launches between them).
   std::vector<cudaGraphExec_t> graphs(k);
   if (graph) {
     for (int c = 0; c < k; ++c) {
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < kBackToBack; ++i) cases[c].launch(ys[i % copies], rows, cols, out);
+      for (int i = 0; i < calls; ++i) cases[c].launch(ys[i % copies], rows, cols, out);
       CK(cudaStreamEndCapture(g_stream, &g));
       CK(cudaGraphInstantiate(&graphs[c], g, 0));
     }
   }
-  std::vector<std::vector<float>> times(k);
-  std::vector<cudaEvent_t> ev(2 * k);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int r = -3; r < rounds; ++r) {
-    for (int j = 0; j < k; ++j) {
-      const int c = microbench::case_in_place(r, j, k);
-      microbench::spin<<<1, 1, 0, g_stream>>>(b2b ? 1 << 21 : 1 << 18);  // long enough for the host to queue every call
-      if (!b2b) flush(g_stream);
-      CK(cudaEventRecord(ev[2 * c], g_stream));
-      if (graph) {
-        CK(cudaGraphLaunch(graphs[c], g_stream));
-      } else {
-        for (int i = 0; i < (b2b ? kBackToBack : 1); ++i) cases[c].launch(ys[i % copies], rows, cols, out);
-      }
-      CK(cudaEventRecord(ev[2 * c + 1], g_stream));
+  const auto enqueue = [&](int c) {
+    if (graph) {
+      CK(cudaGraphLaunch(graphs[c], g_stream));
+      return;
     }
-    CK(cudaStreamSynchronize(g_stream));
-    if (r < 0) continue;
-    for (int c = 0; c < k; ++c) {
-      float ms;
-      CK(cudaEventElapsedTime(&ms, ev[2 * c], ev[2 * c + 1]));
-      times[c].push_back(ms * 1000.0f / (b2b ? kBackToBack : 1));
-    }
-  }
-  CK(cudaGetLastError());
-  std::printf("%s, %d rounds, us per call (gap: median of case - library, per round)\n",
-              graph ? "64 calls back to back over rotating copies, one CUDA graph"
-              : b2b ? "64 calls back to back over rotating copies, launched one by one"
-                    : "each call after a 256 MB read flush", rounds);
+    for (int i = 0; i < calls; ++i) cases[c].launch(ys[i % copies], rows, cols, out);
+  };
+  // Back to back, the spin is long enough for the host to queue every call behind it.
+  const auto times = microbench::time_in_turn(k, rounds, 3, g_stream, b2b ? 1 << 21 : 1 << 18, b2b ? nullptr : &flush,
+                                              calls, enqueue);
+  if (b2b)
+    std::printf("%d calls back to back over %d rotating copies, %s, %d rounds, us per call (gap: median of case - "
+                "library, per round)\n", calls, copies, graph ? "one CUDA graph" : "launched one by one", rounds);
+  else
+    std::printf("each call after a 256 MB read flush, %d rounds, us per call (gap: median of case - library, per "
+                "round)\n", rounds);
   std::vector<std::string> names;
   for (const Case& c : cases) names.push_back(c.name);
   microbench::print_gaps(names, times);
