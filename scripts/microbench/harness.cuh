@@ -149,27 +149,31 @@ void launch_library_choice(const void* y, int64_t row_stride, int rows, int cols
 }
 
 // Inductor's tail as Triton compiled it, from KB14_TRITON_CUBIN (and KB14_TRITON_SMEM, its
-// dynamic shared memory; KB14_TRITON_THREADS, its block), launched one row per block by the
-// runtime from the library (its parameters: output, input, xnumel, r0_numel and two scratch
-// pointers).
+// dynamic shared memory; KB14_TRITON_THREADS, its block; KB14_TRITON_XBLOCK, its rows per
+// program; KB14_TRITON_NAME, its name where not triton_red_fused_div_mul_sum_0; all written
+// by inductor_cubin.py), launched by the runtime from the library (its parameters: output,
+// input, xnumel, r0_numel and two scratch pointers).
 struct InductorTail {
   cudaKernel_t kernel = nullptr;
-  unsigned smem = 0, threads = 512;
+  unsigned smem = 0, threads = 512, rows_per_block = 1;
   bool load_from_env() {
     const char* cubin = std::getenv("KB14_TRITON_CUBIN");
     if (!cubin) return false;
     cudaLibrary_t library;
     CK(cudaLibraryLoadFromFile(&library, cubin, nullptr, nullptr, 0, nullptr, nullptr, 0));
-    CK(cudaLibraryGetKernel(&kernel, library, "triton_red_fused_div_mul_sum_0"));
+    const char* name = std::getenv("KB14_TRITON_NAME");  // a persistent reduction: triton_per_...
+    CK(cudaLibraryGetKernel(&kernel, library, name ? name : "triton_red_fused_div_mul_sum_0"));
     if (const char* s = std::getenv("KB14_TRITON_SMEM")) smem = unsigned(std::atoi(s));
     if (const char* t = std::getenv("KB14_TRITON_THREADS")) threads = unsigned(std::atoi(t));
+    if (const char* x = std::getenv("KB14_TRITON_XBLOCK")) rows_per_block = unsigned(std::atoi(x));
     return true;
   }
   void launch(const void* y, int rows, int cols, void* out, cudaStream_t stream) const {
     void *o = out, *i = const_cast<void*>(y), *none = nullptr;
     unsigned xnumel = rows, rnumel = cols;
     void* params[] = {&o, &i, &xnumel, &rnumel, &none, &none};
-    CK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(rows), dim3(threads), params, smem, stream));
+    const dim3 grid((rows + rows_per_block - 1) / rows_per_block);
+    CK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, dim3(threads), params, smem, stream));
   }
 };
 

@@ -9,6 +9,9 @@
 //        -o row_read_patterns scripts/microbench/row_read_patterns.cu
 //   ./row_read_patterns fp32|bf16 ROWS COLS [ROUNDS]  # in turn after a read flush: medians, paired gaps
 //   ./row_read_patterns fp32|bf16 ROWS COLS ncu       # three launches of each, for ncu's cache control
+// KB14_FREE_READS=1: instead of the fp32 row patterns, the floor: the same bytes read as one
+// flat array in any order (grid-stride, several grids and loads in flight), an empty kernel on
+// the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process.
 // The library's own choice for the plan (warmed and, fp32, unwarmed) is always a case; in fp32
 // so are the lean kernel alone and the read patterns.
 // With KB14_TRITON_CUBIN=<Inductor's compiled tail for this shape, from its Triton cache> (and
@@ -130,6 +133,59 @@ void launch_scalar(const void* y, int64_t stride, int rows, int cols, void* out)
   row_read_scalar<U><<<rows, 512>>>(static_cast<const float*>(y), stride, cols, static_cast<float*>(out));
 }
 
+// Free reads (KB14_FREE_READS=1): the matrix's bytes read as one flat array in any order
+// and summed as fp32 words into one partial per block, no rows, no order: what any kernel,
+// exact or not, pays to read these bytes in a single call. Grid-stride: thread i of the grid
+// takes 16-byte words i, i + s, ... (s: the grid's threads), U of them in flight.
+float* g_block_sums = nullptr;  // the free reads' per-block partials (kMaxFreeBlocks)
+constexpr int kMaxFreeBlocks = 1 << 16;
+
+template <int kThreads, int U>
+__global__ void __launch_bounds__(kThreads) flat_read(const uint4* p, int64_t n, float* out) {
+  __shared__ float warp_sums[kThreads / 32];
+  const uint64_t pol = evict_first_policy();
+  const int64_t s = int64_t(gridDim.x) * kThreads;
+  int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  float acc = 0.0f;
+  for (; i + (U - 1) * s < n; i += U * s) {
+    uint4 b[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) lean_load_one<kLeanLoad>(b[u], p + i + u * s, pol);
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc += words_sum(b[u]);
+  }
+  for (; i < n; i += s) acc += words_sum(p[i]);
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
+    out[blockIdx.x] = total;
+  }
+}
+
+__global__ void empty_kernel() {}
+
+size_t g_bytes = 0;  // the matrix's bytes (set in main)
+
+// kBlocksPerSm blocks of kThreads per SM (0: one block per 16-byte word's U-th share, i.e.
+// every thread with exactly U words).
+template <int kThreads, int U, int kBlocksPerSm>
+void launch_flat(const void* y, int64_t, int, int, void*) {
+  static int sms = [] {
+    int v = 0;
+    CK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0));
+    return v;
+  }();
+  const int64_t n = int64_t(g_bytes / 16);
+  const int64_t blocks = kBlocksPerSm > 0 ? int64_t(kBlocksPerSm) * sms : (n + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U);
+  if (blocks > kMaxFreeBlocks) std::exit(5);
+  flat_read<kThreads, U><<<unsigned(blocks), kThreads>>>(static_cast<const uint4*>(y), n, g_block_sums);
+}
+
+void launch_empty(const void*, int64_t, int rows, int, void*) { empty_kernel<<<rows, 512>>>(); }
+
 struct Case {
   std::string name;
   void (*launch)(const void*, int64_t, int, int, void*);
@@ -208,10 +264,31 @@ int main(int argc, char** argv) {
     cases.push_back({"b4x4_l1ef", launch_pattern<4, 4, LeanLoad::kEvictFirst>});
   }
 
+  const bool free_reads = std::getenv("KB14_FREE_READS") != nullptr;
+  if (free_reads) {  // the fp32 patterns above are dropped: these are the floor
+    if (!bf16) cases.resize(g_inductor.kernel ? 3 : 2);
+    cases.push_back({"empty_rows_x512", launch_empty});
+    cases.push_back({"flat512_u4_exact", launch_flat<512, 4, 0>});
+    cases.push_back({"flat512_u2_exact", launch_flat<512, 2, 0>});
+    cases.push_back({"flat512_u8_exact", launch_flat<512, 8, 0>});
+    cases.push_back({"flat512_u4_sm4", launch_flat<512, 4, 4>});
+    cases.push_back({"flat512_u8_sm4", launch_flat<512, 8, 4>});
+    cases.push_back({"flat512_u4_sm8", launch_flat<512, 4, 8>});
+    cases.push_back({"flat512_u8_sm2", launch_flat<512, 8, 2>});
+    cases.push_back({"flat512_u4_sm2", launch_flat<512, 4, 2>});
+    cases.push_back({"flat256_u4_exact", launch_flat<256, 4, 0>});
+    cases.push_back({"flat1024_u4_exact", launch_flat<1024, 4, 0>});
+    cases.push_back({"flat1024_u8_sm2", launch_flat<1024, 8, 2>});
+    cases.push_back({"flat128_u8_sm16", launch_flat<128, 8, 16>});
+    if (!bf16) cases.push_back({"b16x4_nc", launch_pattern<16, 4, LeanLoad::kStreamingNc>});
+  }
+
   void *y, *out;
   const size_t n = size_t(rows) * cols, elem = bf16 ? 2 : 4;
   CK(cudaMalloc(&y, n * elem + 256));
   CK(cudaMalloc(&out, size_t(rows) * elem));
+  CK(cudaMalloc(&g_block_sums, kMaxFreeBlocks * sizeof(float)));
+  g_bytes = n * elem;
   std::vector<float> host(n);
   for (size_t i = 0; i < n; ++i) host[i] = float((i * 2654435761u) % 1000) / 1000.0f;
   if (bf16) {
@@ -237,6 +314,7 @@ int main(int argc, char** argv) {
   // Every case sums the same row; their results agree to rounding (the patterns add in any order).
   std::printf("row 0 sums:");
   for (const Case& c : cases) {
+    if (c.name.rfind("flat", 0) == 0 || c.name.rfind("empty", 0) == 0) continue;  // no row sums
     c.launch(y, cols, rows, cols, out);
     float v;
     if (bf16) {
@@ -254,5 +332,24 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (const Case& c : cases) names.push_back(c.name);
   microbench::print_gaps(names, times);
+  if (free_reads) {
+    // The read ceiling in the same process: a 2 GiB flat read, 20 calls after a read flush.
+    const size_t big = size_t(2) << 30;
+    void* huge;
+    CK(cudaMalloc(&huge, big));
+    CK(cudaMemset(huge, 0, big));
+    const size_t saved = g_bytes;
+    g_bytes = big;
+    const auto ceiling = microbench::time_in_turn(1, 20, 2, nullptr, 1 << 18, &flush, 1,
+                                                  [&](int) { launch_flat<512, 8, 4>(huge, 0, 0, 0, nullptr); });
+    g_bytes = saved;
+    const double gbps = double(big) / (microbench::median(ceiling[0]) * 1e3);
+    std::printf("read ceiling (2 GiB flat read, median of 20): %.1f us, %.0f GB/s\n", microbench::median(ceiling[0]), gbps);
+    std::printf("%zu bytes; at the ceiling %.2f us\n", g_bytes, double(g_bytes) / (gbps * 1e3));
+    for (size_t c = 0; c < cases.size(); ++c)
+      std::printf("  %-20s %6.0f GB/s  %5.1f%% of the ceiling\n", names[c].c_str(),
+                  double(g_bytes) / (microbench::median(times[c]) * 1e3),
+                  100.0 * double(g_bytes) / (microbench::median(times[c]) * 1e3) / gbps);
+  }
   return 0;
 }

@@ -5,10 +5,13 @@
 // the split-lane additions fed from shared memory, the row copied by many threads' 16-byte
 // cp.async or by one or several bulk copies (`sls_bulk1`: the library's staged rows since
 // 6726213, so `library` is that kernel where it was `staged_bulk1` in the session's runs); 16-byte
-// loads transposed within quads of threads; the split-lane kernel at fewer blocks per SM. Every
+// loads transposed within quads of threads; the split-lane kernel at fewer blocks per SM.
+// Session 20 added 8-byte loads holding two chains, one exchange between neighbouring threads
+// (`pair_u*`), and the staged row consumed piece by piece as its bulk copies land
+// (`piecewise*`). Every
 // case adds in the reference's order, so their outputs are compared bit for bit with the
-// library's. Inductor's kernel (inexact here) joins the cases with KB14_TRITON_CUBIN /
-// KB14_TRITON_SMEM / KB14_TRITON_THREADS, one row per block. Exploratory, the record of
+// library's. Inductor's kernel (inexact here) joins the cases with KB14_TRITON_CUBIN and its
+// companions (inductor_cubin.py writes them). Exploratory, the record of
 // results/kernel_notes.md's session 19 figures.
 //
 //   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
@@ -106,6 +109,63 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
   }
 }
 
+// The staged row consumed piece by piece: thread 0 asks the copy engine for the row's whole
+// vectors in kPieces bulk copies, in order, each landing on its own mbarrier. A piece spans
+// whole steps (32 vectors: one element of every chain), so thread t adds its chain's elements
+// of a piece as soon as that piece has landed, while the later ones fly: only the last piece's
+// additions wait for the whole row (in split_lane_staged_kernel all of them do).
+template <int kPieces, bool kShifted>
+__global__ void __launch_bounds__(kSplitLaneThreads) split_lane_piecewise_kernel(LeanArgs<float> a) {
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ float lane_leaves[kWarp];
+  __shared__ uint64_t landed[kPieces];
+  const int t = threadIdx.x;
+  const int r = blockIdx.x;
+  const LeanRow<kLaneAccumulators, kShifted> geo(r, a.cols);
+  const float* row_start = a.y + r * a.row_stride;
+  const float* row = row_start + geo.base;
+  const uint4* src = reinterpret_cast<const uint4*>(row);
+  const int n = geo.nvec * kLaneAccumulators;
+  const int steps = (geo.nvec + kWarp - 1) / kWarp;
+  const int piece_vectors = (steps + kPieces - 1) / kPieces * kWarp;
+  if (t == 0) {
+#pragma unroll
+    for (int p = 0; p < kPieces; ++p) mbarrier_init(&landed[p], 1);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  wait_for_prior_grids();
+  if (t == 0) {
+    const uint64_t policy = evict_first_policy();
+#pragma unroll
+    for (int p = 0; p < kPieces; ++p) {
+      const int first = min(p * piece_vectors, geo.nvec), last = min(first + piece_vectors, geo.nvec);
+      const uint32_t bytes = uint32_t(last - first) * 16u;
+      mbarrier_arrive_expecting(&landed[p], bytes);
+      if (bytes > 0) bulk_copy_to_shared(staged + first, src + first, bytes, &landed[p], policy);
+    }
+  }
+  const int lane = t / kLaneAccumulators;
+  const bool edge_thread = kShifted && t % kLaneAccumulators == 0;
+  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < kLaneAccumulators;
+  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % kLaneAccumulators;
+  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
+  const float tail = has_tail ? lean_element_quotient(row + n + lane, a.inv) : 0.0f;
+  allow_dependent_launch();
+  const float* f = reinterpret_cast<const float*>(staged);
+  float acc = has_head ? 0.0f + head : 0.0f;
+#pragma unroll 1
+  for (int p = 0; p < kPieces; ++p) {
+    mbarrier_wait(&landed[p]);
+    const int end = min(n, (p + 1) * piece_vectors * kLaneAccumulators);
+#pragma unroll 4
+    for (int k = t + p * piece_vectors * kLaneAccumulators; k < end; k += kSplitLaneThreads)
+      acc = acc + quotient_of_float<float>(f[k], a.inv);
+  }
+  if (has_tail) acc = acc + tail;
+  split_lane_store(acc, t, lane, lane_leaves, a, r);
+}
+
 // split_lane_rows_kernel's chains, read by 16-byte loads: thread 4 l + q loads lane l's vector
 // of step 4 s + q (the reference's lane l adds vectors l, l + 32, ... in steps 0, 1, ...), so
 // each quad of threads holds four consecutive steps of one lane; a 4 x 4 transpose within the
@@ -178,6 +238,60 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) quad_lane_rows_
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
 
+// split_lane_rows_kernel's chains, read by 8-byte loads: thread 2 p + h (p = 0..63) loads
+// word p + 64 s (elements 2 p and 2 p + 1 of step s: chains 2 p and 2 p + 1) for the steps s of
+// parity h, so the pair holds both chains at steps 2 j and 2 j + 1; one exchange with the
+// partner (lane ^ 1) leaves thread 2 p + h with chain 2 p + h at both steps, in order, which is
+// the split-lane kernel's thread t holding chain t. Word p + 64 s is lane p / 2's vector of
+// step s, so a word exists exactly where the reference's vector does. U step pairs in flight.
+template <int U, int kMinBlocks, bool kShifted, LeanLoad kLoad = LeanLoad::kCacheStreaming>
+__global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) pair_lane_rows_kernel(LeanArgs<float> a) {
+  __shared__ float lane_leaves[kWarp];
+  const int t = threadIdx.x;
+  const int r = blockIdx.x;
+  const int p = t / 2, h = t % 2, lane = t / 4;
+  const LeanRow<4, kShifted> geo(r, a.cols);
+  const float* row_start = a.y + r * a.row_stride;
+  const uint2* row = reinterpret_cast<const uint2*>(row_start + geo.base);
+  const int nwords = 2 * geo.nvec;
+  const uint64_t policy = kLoadHasPolicy<kLoad> ? evict_first_policy() : 0;
+  uint2 buf[U];
+  const auto load_round = [&](int j0) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int w = p + 64 * (2 * (j0 + u) + h);
+      if (w < nwords) lean_load_one<kLoad>(buf[u], row + w, policy);
+      else buf[u] = make_uint2(0, 0);
+    }
+  };
+  wait_for_prior_grids();
+  load_round(0);
+  const bool edge_thread = kShifted && t % 4 == 0;
+  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < 4;
+  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % 4;
+  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
+  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * 4 + lane, a.inv) : 0.0f;
+  allow_dependent_launch();
+  float acc = has_head ? 0.0f + head : 0.0f;
+  const int steps = (geo.nvec + kWarp - 1) / kWarp;  // the same for the whole block
+#pragma unroll 1
+  for (int j0 = 0;;) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const float x = __uint_as_float(buf[u].x), y = __uint_as_float(buf[u].y);
+      const float got = __shfl_xor_sync(0xffffffffu, h ? x : y, 1);
+      const int s = 2 * (j0 + u);
+      if (lane + kWarp * s < geo.nvec) acc = acc + quotient_of_float<float>(h ? got : x, a.inv);
+      if (lane + kWarp * (s + 1) < geo.nvec) acc = acc + quotient_of_float<float>(h ? y : got, a.inv);
+    }
+    j0 += U;
+    if (2 * j0 >= steps) break;
+    load_round(j0);
+  }
+  if (has_tail) acc = acc + tail;
+  split_lane_store(acc, t, lane, lane_leaves, a, r);
+}
+
 LeanArgs<float> args_for(const void* y, int rows, int cols, void* out) {
   return microbench::fp32_tail_args(y, cols, rows, cols, out);
 }
@@ -201,7 +315,7 @@ void launch_split_lane_staged(const void* y, int rows, int cols, void* out) {
 // same bytes reads fastest, apart from any order of additions.
 template <int kThreads, int kBytes, int U>
 __global__ void __launch_bounds__(kThreads) row_read_layout(const float* y, int cols, float* out) {
-  using W = typename std::conditional<kBytes == 16, uint4, uint32_t>::type;
+  using W = typename std::conditional<kBytes == 16, uint4, typename std::conditional<kBytes == 8, uint2, uint32_t>::type>::type;
   __shared__ float warp_sums[kThreads / 32];
   const int t = threadIdx.x;
   const W* row = reinterpret_cast<const W*>(y + int64_t(blockIdx.x) * cols);
@@ -211,7 +325,7 @@ __global__ void __launch_bounds__(kThreads) row_read_layout(const float* y, int 
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     if (t + kThreads * u < n) {
-      if constexpr (kBytes == 16) lean_load_one<kLeanLoad>(buf[u], row + t + kThreads * u, policy);
+      if constexpr (kBytes >= 8) lean_load_one<kLeanLoad>(buf[u], row + t + kThreads * u, policy);
       else asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(buf[u])
                         : "l"(row + t + kThreads * u), "l"(policy));
     }
@@ -222,6 +336,7 @@ __global__ void __launch_bounds__(kThreads) row_read_layout(const float* y, int 
     if (t + kThreads * u < n) {
       if constexpr (kBytes == 16) acc += __uint_as_float(buf[u].x) + __uint_as_float(buf[u].y) +
                                          __uint_as_float(buf[u].z) + __uint_as_float(buf[u].w);
+      else if constexpr (kBytes == 8) acc += __uint_as_float(buf[u].x) + __uint_as_float(buf[u].y);
       else acc += __uint_as_float(buf[u]);
     }
   }
@@ -258,6 +373,30 @@ void launch_quad_lane(const void* y, int rows, int cols, void* out) {
   };
   if (cols % 4) go(quad_lane_rows_kernel<U, kMinBlocks, true, kLoad>);
   else go(quad_lane_rows_kernel<U, kMinBlocks, false, kLoad>);
+}
+
+template <int kPieces>
+void launch_piecewise(const void* y, int rows, int cols, void* out) {
+  const LeanArgs<float> a = args_for(y, rows, cols, out);
+  const size_t bytes = size_t(cols / 4) * 16;
+  const auto go = [&](auto kernel) {
+    static bool sized = false;  // once: the launches back to back must not wait on the host
+    if (!sized) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * 1024));
+    sized = true;
+    CK(launch_programmatic(kernel, dim3(rows), dim3(kSplitLaneThreads), bytes, g_stream, true, a));
+  };
+  if (cols % 4) go(split_lane_piecewise_kernel<kPieces, true>);
+  else go(split_lane_piecewise_kernel<kPieces, false>);
+}
+
+template <int U, int kMinBlocks, LeanLoad kLoad = LeanLoad::kCacheStreaming>
+void launch_pair_lane(const void* y, int rows, int cols, void* out) {
+  const LeanArgs<float> a = args_for(y, rows, cols, out);
+  const auto go = [&](auto kernel) {
+    CK(launch_programmatic(kernel, dim3(rows), dim3(kSplitLaneThreads), 0, g_stream, true, a));
+  };
+  if (cols % 4) go(pair_lane_rows_kernel<U, kMinBlocks, true, kLoad>);
+  else go(pair_lane_rows_kernel<U, kMinBlocks, false, kLoad>);
 }
 
 // The library's kernels, forced.
@@ -336,6 +475,13 @@ int main(int argc, char** argv) {
       {"lean_warp_u2", launch_lean_warp_rows<2, kLeanBlock, kLeanBlocksPerSm>, true},
       {"lean_warp_u8", launch_lean_warp_rows<kWideWarpRowU, kWideWarpRowBlock, kWideWarpRowBlocksPerSm>, true},
       {"lean_warp_u16", launch_lean_warp_rows<kDeepWarpRowU, kDeepWarpRowBlock, kDeepWarpRowBlocksPerSm>, true},
+      {"piecewise2", launch_piecewise<2>, true},
+      {"piecewise4", launch_piecewise<4>, true},
+      {"piecewise8", launch_piecewise<8>, true},
+      {"pair_u4", launch_pair_lane<4, 8>, true},
+      {"pair_u8", launch_pair_lane<8, 8>, true},
+      {"pair_u16", launch_pair_lane<16, 8>, true},
+      {"pair_u16_nc", launch_pair_lane<16, 8, kLeanLoad>, true},
       {"quad_u2", launch_quad_lane<2, 8>, true},
       {"quad_u4", launch_quad_lane<4, 8>, true},
       {"quad_u8", launch_quad_lane<8, 8>, true},
@@ -355,6 +501,7 @@ int main(int argc, char** argv) {
     cases.push_back({"read_512x16B", launch_read_layout<512, 16>, false});
     cases.push_back({"read_256x16B", launch_read_layout<256, 16>, false});
     cases.push_back({"read_128x16B", launch_read_layout<128, 16>, false});
+    cases.push_back({"read_128x8B", launch_read_layout<128, 8>, false});
     cases.push_back({"read_128x4B", launch_read_layout<128, 4>, false});
     cases.push_back({"read_32x16B", launch_read_layout<32, 16>, false});
   }
