@@ -169,8 +169,8 @@ __global__ void empty_kernel() {}
 
 size_t g_bytes = 0;  // the matrix's bytes (set in main)
 
-// kBlocksPerSm blocks of kThreads per SM (0: one block per 16-byte word's U-th share, i.e.
-// every thread with exactly U words).
+// kBlocksPerSm blocks of kThreads per SM, or (0) as many blocks as give every thread exactly
+// U words.
 template <int kThreads, int U, int kBlocksPerSm>
 void launch_flat(const void* y, int64_t, int, int, void*) {
   static int sms = [] {
@@ -179,7 +179,8 @@ void launch_flat(const void* y, int64_t, int, int, void*) {
     return v;
   }();
   const int64_t n = int64_t(g_bytes / 16);
-  const int64_t blocks = kBlocksPerSm > 0 ? int64_t(kBlocksPerSm) * sms : (n + int64_t(kThreads) * U - 1) / (int64_t(kThreads) * U);
+  const int64_t per_block = int64_t(kThreads) * U;
+  const int64_t blocks = kBlocksPerSm > 0 ? int64_t(kBlocksPerSm) * sms : (n + per_block - 1) / per_block;
   if (blocks > kMaxFreeBlocks) std::exit(5);
   flat_read<kThreads, U><<<unsigned(blocks), kThreads>>>(static_cast<const uint4*>(y), n, g_block_sums);
 }
@@ -344,7 +345,8 @@ int main(int argc, char** argv) {
                                                   [&](int) { launch_flat<512, 8, 4>(huge, 0, 0, 0, nullptr); });
     g_bytes = saved;
     const double gbps = double(big) / (microbench::median(ceiling[0]) * 1e3);
-    std::printf("read ceiling (2 GiB flat read, median of 20): %.1f us, %.0f GB/s\n", microbench::median(ceiling[0]), gbps);
+    std::printf("read ceiling (2 GiB flat read, median of 20): %.1f us, %.0f GB/s\n", microbench::median(ceiling[0]),
+                gbps);
     std::printf("%zu bytes; at the ceiling %.2f us\n", g_bytes, double(g_bytes) / (gbps * 1e3));
     for (size_t c = 0; c < cases.size(); ++c)
       std::printf("  %-20s %6.0f GB/s  %5.1f%% of the ceiling\n", names[c].c_str(),

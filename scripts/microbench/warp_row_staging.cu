@@ -315,7 +315,8 @@ void launch_split_lane_staged(const void* y, int rows, int cols, void* out) {
 // same bytes reads fastest, apart from any order of additions.
 template <int kThreads, int kBytes, int U>
 __global__ void __launch_bounds__(kThreads) row_read_layout(const float* y, int cols, float* out) {
-  using W = typename std::conditional<kBytes == 16, uint4, typename std::conditional<kBytes == 8, uint2, uint32_t>::type>::type;
+  using W = typename std::conditional<kBytes == 16, uint4,
+                                      typename std::conditional<kBytes == 8, uint2, uint32_t>::type>::type;
   __shared__ float warp_sums[kThreads / 32];
   const int t = threadIdx.x;
   const W* row = reinterpret_cast<const W*>(y + int64_t(blockIdx.x) * cols);
