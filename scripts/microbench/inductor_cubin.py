@@ -28,12 +28,17 @@ def compile_one(out_dir: str, spec: str) -> None:
     tail = torch.compile(lambda t: torch.sum(t / 2, 1, keepdim=True) * 1.5, dynamic=False)
     got = tail(y)
     eager = torch.sum(y / 2, 1, keepdim=True) * 1.5
-    tuned = [(name, getattr(m, name), m) for m in PyCodeCache.modules for name in dir(m)
-             if getattr(getattr(m, name, None), "launchers", None)]
+    # After autotuning a kernel keeps its chosen configuration only; the same kernel may sit
+    # in more than one loaded module.
+    tuned = {}
+    for m in PyCodeCache.modules:
+        for name in dir(m):
+            launchers = getattr(getattr(m, name, None), "launchers", None)
+            if launchers:
+                tuned.setdefault(launchers[0].cache_hash, (name, launchers[0], m))
     if len(tuned) != 1:
-        raise SystemExit(f"{spec}: expected one compiled kernel, found {[t[0] for t in tuned]}")
-    name, kernel, module = tuned[0]
-    launcher = kernel.launchers[0]  # after autotuning, the chosen configuration only
+        raise SystemExit(f"{spec}: expected one compiled kernel, found {[t[0] for t in tuned.values()]}")
+    name, launcher, module = next(iter(tuned.values()))
     cubin = glob.glob(os.path.join(os.environ["TRITON_CACHE_DIR"], launcher.cache_hash, "*.cubin"))
     base = os.path.join(out_dir, f"{dtype}_{rows}x{cols}")
     shutil.copy(cubin[0], base + ".cubin")

@@ -12,6 +12,7 @@
 // KB14_FREE_READS=1: instead of the fp32 row patterns, the floor: the same bytes read as one
 // flat array in any order (grid-stride, several grids and loads in flight), an empty kernel on
 // the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process.
+// KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked).
 // The library's own choice for the plan (warmed and, fp32, unwarmed) is always a case; in fp32
 // so are the lean kernel alone and the read patterns.
 // With KB14_TRITON_CUBIN=<Inductor's compiled tail for this shape, from its Triton cache> (and
@@ -187,6 +188,119 @@ void launch_flat(const void* y, int64_t, int, int, void*) {
 
 void launch_empty(const void*, int64_t, int rows, int, void*) { empty_kernel<<<rows, 512>>>(); }
 
+// Rows handed on (KB14_HANDOFF=1): the reference's long block rows split into kPieces blocks
+// per row. Logical thread t of a row adds its vectors t, t + 512, ... (S * kPieces of them) in
+// order into V accumulators; block (r, p) loads steps p * S .. p * S + S - 1 of every logical
+// thread (all in flight), waits for piece p - 1's accumulators, adds its steps in order and
+// hands the accumulators on through global memory; the last piece ends the row as
+// lean_rows_kernel ends a block row. The same additions in the same order as the library's
+// kernel, in blocks of 1 / kPieces of the row: free reads in small blocks were faster in
+// single calls than in a row's worth per block (session 20). Blocks take (row, piece) from a
+// ticket in the order they start, so a piece's predecessor has always started (the wait ends);
+// the hand-over flags carry the launch's tag, so they need no reset. Aligned rows of exactly
+// S * kPieces vectors per thread only.
+struct Handoff {
+  float* acc = nullptr;        // rows x V x 512 accumulators
+  unsigned* flags = nullptr;   // per row: tag * kPieces + the next piece allowed to go on
+  unsigned* tickets = nullptr; // two counters, taken by launch parity; the last ticket resets its own
+  unsigned tag = 0;
+};
+Handoff g_handoff;
+
+// kPieceMajor: ticket k takes piece k / rows of row k % rows, so a piece starts about a wave of
+// blocks after its predecessor (which has then finished: no wait), instead of right after it.
+template <typename scalar_t, int V, int S, int kPieces, bool kPacked, int kMinBlocks, bool kPieceMajor>
+__global__ void __launch_bounds__(kLeanBlock, kMinBlocks) handoff_rows_kernel(LeanArgs<scalar_t> a, Handoff h) {
+  using W = typename RawVec<sizeof(scalar_t) * V>::type;
+  __shared__ unsigned ticket;
+  __shared__ float smem[kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
+  const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
+  unsigned* counter = h.tickets + (h.tag & 1u);
+  if (t == 0) ticket = atomicAdd(counter, 1u);
+  __syncthreads();
+  const unsigned k = ticket;
+  const int r = kPieceMajor ? int(k % unsigned(a.rows)) : int(k / kPieces);
+  const int p = kPieceMajor ? int(k / unsigned(a.rows)) : int(k % kPieces);
+  if (t == 0 && k == unsigned(a.rows) * kPieces - 1) *counter = 0;  // every ticket is taken
+  const W* row = reinterpret_cast<const W*>(a.y + int64_t(r) * a.row_stride);
+  const uint64_t policy = evict_first_policy();
+  W buf[S];
+#pragma unroll
+  for (int u = 0; u < S; ++u) lean_load_one<kLeanLoad>(buf[u], row + t + (p * S + u) * kLeanBlock, policy);
+  float acc[V];
+  float* hand = h.acc + int64_t(r) * V * kLeanBlock + t;
+  if (p == 0) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+  } else {
+    if (t == 0) {
+      const unsigned want = h.tag * kPieces + unsigned(p);
+      unsigned seen;
+      do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(h.flags + r) : "memory");
+      } while (seen != want);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < V; ++i) acc[i] = __ldcg(hand + i * kLeanBlock);
+  }
+  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPacked>(a.inv);
+#pragma unroll
+  for (int u = 0; u < S; ++u) lean_add_vector<scalar_t, V, kPacked>(acc, buf[u], a.inv, inv_pair);
+  if (p < kPieces - 1) {
+#pragma unroll
+    for (int i = 0; i < V; ++i) __stcg(hand + i * kLeanBlock, acc[i]);
+    __syncthreads();
+    if (t == 0) {
+      __threadfence();
+      const unsigned next = h.tag * kPieces + unsigned(p + 1);
+      asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(h.flags + r), "r"(next) : "memory");
+    }
+    return;
+  }
+  const float leaf = lean_leaf(acc);
+  if constexpr (kOrder.lanes_before_warps) {
+    const float w = shuffle_tree(leaf, kWarp);
+    if (lane == 0) smem[warp] = w;
+    __syncthreads();
+    if (warp == 0) {
+      const float total = warp_tree(lane < kLeanWarps ? smem[lane] : 0.0f, kLeanWarps);
+      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
+  } else {
+    smem[warp * kWarp + lane] = leaf;
+    __syncthreads();
+    if (warp == 0) {
+      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
+        for (int w = 0; w < offset; ++w)
+          smem[w * kWarp + lane] = smem[w * kWarp + lane] + smem[(w + offset) * kWarp + lane];
+      const float total = shuffle_tree(smem[lane], kWarp);
+      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
+  }
+}
+
+template <typename scalar_t, int S, int kPieces, int kMinBlocks, bool kPieceMajor = false>
+void launch_handoff(const void* y, int64_t stride, int rows, int cols, void* out) {
+  constexpr int V = kInputVec<scalar_t>;
+  if (cols != V * kLeanBlock * S * kPieces) std::exit(6);
+  LeanArgs<scalar_t> a{};
+  a.y = static_cast<const scalar_t*>(y);
+  a.row_stride = stride;
+  a.out = static_cast<scalar_t*>(out);
+  a.out_stride = 1;
+  a.rows = rows;
+  a.cols = cols;
+  a.inv = 0.5f;
+  a.scale = 1.5f;
+  ++g_handoff.tag;
+  CK(with_packed_mul(a, [&](auto packed) {
+    handoff_rows_kernel<scalar_t, V, S, kPieces, decltype(packed)::value, kMinBlocks, kPieceMajor>
+        <<<rows * kPieces, kLeanBlock>>>(a, g_handoff);
+    return cudaGetLastError();
+  }));
+}
+
 struct Case {
   std::string name;
   void (*launch)(const void*, int64_t, int, int, void*);
@@ -284,11 +398,30 @@ int main(int argc, char** argv) {
     if (!bf16) cases.push_back({"b16x4_nc", launch_pattern<16, 4, LeanLoad::kStreamingNc>});
   }
 
+  if (std::getenv("KB14_HANDOFF")) {  // exact: their bits are checked against the library's
+    if (bf16) {
+      cases.push_back({"handoff2", launch_handoff<__nv_bfloat16, 8, 2, 2>});
+      cases.push_back({"handoff2_pm", launch_handoff<__nv_bfloat16, 8, 2, 2, true>});
+      cases.push_back({"handoff4_pm", launch_handoff<__nv_bfloat16, 4, 4, 3, true>});
+      cases.push_back({"handoff8_pm", launch_handoff<__nv_bfloat16, 2, 8, 4, true>});
+    } else {
+      cases.push_back({"handoff4", launch_handoff<float, 8, 4, 2>});
+      cases.push_back({"handoff2_pm", launch_handoff<float, 16, 2, 1, true>});
+      cases.push_back({"handoff4_pm", launch_handoff<float, 8, 4, 2, true>});
+      cases.push_back({"handoff8_pm", launch_handoff<float, 4, 8, 3, true>});
+    }
+  }
+
   void *y, *out;
   const size_t n = size_t(rows) * cols, elem = bf16 ? 2 : 4;
   CK(cudaMalloc(&y, n * elem + 256));
   CK(cudaMalloc(&out, size_t(rows) * elem));
   CK(cudaMalloc(&g_block_sums, kMaxFreeBlocks * sizeof(float)));
+  CK(cudaMalloc(&g_handoff.acc, size_t(rows) * 8 * kLeanBlock * sizeof(float)));
+  CK(cudaMalloc(&g_handoff.flags, size_t(rows) * sizeof(unsigned)));
+  CK(cudaMemset(g_handoff.flags, 0, size_t(rows) * sizeof(unsigned)));
+  CK(cudaMalloc(&g_handoff.tickets, 2 * sizeof(unsigned)));
+  CK(cudaMemset(g_handoff.tickets, 0, 2 * sizeof(unsigned)));
   g_bytes = n * elem;
   std::vector<float> host(n);
   for (size_t i = 0; i < n; ++i) host[i] = float((i * 2654435761u) % 1000) / 1000.0f;
@@ -309,6 +442,24 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // The exact cases' bits, every row, against the library's.
+  {
+    std::vector<char> want(size_t(rows) * elem), got(size_t(rows) * elem);
+    cases[0].launch(y, cols, rows, cols, out);
+    CK(cudaMemcpy(want.data(), out, want.size(), cudaMemcpyDeviceToHost));
+    for (const Case& c : cases) {
+      if (c.name.rfind("handoff", 0) != 0 && c.name.rfind("library", 0) != 0) continue;
+      for (int rep = 0; rep < 3; ++rep) {  // the tickets and flags over several launches
+        CK(cudaMemset(out, 0xff, got.size()));
+        c.launch(y, cols, rows, cols, out);
+        CK(cudaMemcpy(got.data(), out, got.size(), cudaMemcpyDeviceToHost));
+        int differ = 0;
+        for (int i = 0; i < rows; ++i) differ += std::memcmp(&got[i * elem], &want[i * elem], elem) != 0;
+        if (rep == 2) std::printf("bits, %s against %s: %s\n", c.name.c_str(), cases[0].name.c_str(),
+                                  differ ? (std::to_string(differ) + " rows differ (WRONG)").c_str() : "equal");
+      }
+    }
+  }
   const int k = int(cases.size());
   const auto times = microbench::time_in_turn(k, rounds, 5, nullptr, 1 << 18, &flush, 1,
                                               [&](int c) { cases[c].launch(y, cols, rows, cols, out); });
