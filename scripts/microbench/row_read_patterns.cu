@@ -12,7 +12,8 @@
 // KB14_FREE_READS=1: instead of the fp32 row patterns, the floor: the same bytes read as one
 // flat array in any order (grid-stride, several grids and loads in flight), an empty kernel on
 // the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process.
-// KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked).
+// KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked);
+// KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM.
 // The library's own choice for the plan (warmed and, fp32, unwarmed) is always a case; in fp32
 // so are the lean kernel alone and the read patterns.
 // With KB14_TRITON_CUBIN=<Inductor's compiled tail for this shape, from its Triton cache> (and
@@ -330,6 +331,22 @@ void launch_library_planned(const void* y, int64_t stride, int rows, int cols, v
   microbench::launch_library_choice<T>(y, stride, rows, cols, out, nullptr, opt);
 }
 
+// Long block rows (KB14_LONG_ROWS=1): the library's lean kernel for rows longer than one
+// round at other loads in flight and blocks per SM than its plan takes (the same additions).
+template <typename T, int U, int kMinBlocks>
+void launch_lean_long(const void* y, int64_t stride, int rows, int cols, void* out) {
+  LeanArgs<T> a{};
+  a.y = static_cast<const T*>(y);
+  a.row_stride = stride;
+  a.out = static_cast<T*>(out);
+  a.out_stride = 1;
+  a.rows = rows;
+  a.cols = cols;
+  a.inv = 0.5f;
+  a.scale = 1.5f;
+  CK((launch_lean_variant<T, kInputVec<T>, U, kLeanLoad, true, false, false, kLeanBlock, kMinBlocks>(a, nullptr)));
+}
+
 // Inductor's kernel (KB14_TRITON_CUBIN), one row per 512-thread block.
 microbench::InductorTail g_inductor;
 
@@ -398,6 +415,19 @@ int main(int argc, char** argv) {
     if (!bf16) cases.push_back({"b16x4_nc", launch_pattern<16, 4, LeanLoad::kStreamingNc>});
   }
 
+  if (std::getenv("KB14_LONG_ROWS")) {  // exact: their bits are checked against the library's
+    if (bf16) {
+      cases.push_back({"long_u2_4pb", launch_lean_long<__nv_bfloat16, 2, 4>});
+      cases.push_back({"long_u4_3pb", launch_lean_long<__nv_bfloat16, 4, 3>});
+      cases.push_back({"long_u8_2pb", launch_lean_long<__nv_bfloat16, 8, 2>});
+      cases.push_back({"long_u16_1pb", launch_lean_long<__nv_bfloat16, 16, 1>});
+    } else {
+      cases.push_back({"long_u2_4pb", launch_lean_long<float, 2, 4>});
+      cases.push_back({"long_u4_4pb", launch_lean_long<float, 4, 4>});
+      cases.push_back({"long_u8_2pb", launch_lean_long<float, 8, 2>});
+      cases.push_back({"long_u16_1pb", launch_lean_long<float, 16, 1>});
+    }
+  }
   if (std::getenv("KB14_HANDOFF")) {  // exact: their bits are checked against the library's
     if (bf16) {
       cases.push_back({"handoff2", launch_handoff<__nv_bfloat16, 8, 2, 2>});
@@ -448,7 +478,9 @@ int main(int argc, char** argv) {
     cases[0].launch(y, cols, rows, cols, out);
     CK(cudaMemcpy(want.data(), out, want.size(), cudaMemcpyDeviceToHost));
     for (const Case& c : cases) {
-      if (c.name.rfind("handoff", 0) != 0 && c.name.rfind("library", 0) != 0) continue;
+      const bool exact = c.name.rfind("handoff", 0) == 0 || c.name.rfind("library", 0) == 0 ||
+                         c.name.rfind("long", 0) == 0;
+      if (!exact) continue;
       for (int rep = 0; rep < 3; ++rep) {  // the tickets and flags over several launches
         CK(cudaMemset(out, 0xff, got.size()));
         c.launch(y, cols, rows, cols, out);
