@@ -688,6 +688,37 @@ __device__ __forceinline__ void record_warmed_trigger(const LeanArgs<scalar_t>& 
     *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(a.launch_serial) << 32 | warm_clock();
 }
 
+// The end of a block row: the 512 logical threads' leaves meet in the reference's block tree
+// (kOrder: each warp's lanes first, or the warps first) and thread 0 stores the row's result.
+// smem: kLeanWarps floats where lanes go first, else kLeanBlock. Every thread of the block calls
+// it (a barrier).
+constexpr int kLeanRowTreeFloats = kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock;
+
+template <typename scalar_t>
+__device__ __forceinline__ void lean_block_row_store(float leaf, float* smem, int lane, int warp,
+                                                     const LeanArgs<scalar_t>& a, int r) {
+  if constexpr (kOrder.lanes_before_warps) {
+    const float w = shuffle_tree(leaf, kWarp);
+    if (lane == 0) smem[warp] = w;
+    __syncthreads();
+    if (warp == 0) {
+      const float total = warp_tree(lane < kLeanWarps ? smem[lane] : 0.0f, kLeanWarps);
+      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
+  } else {
+    // Warps first: for each lane, the halving tree over the 16 warps, then the lanes.
+    smem[warp * kWarp + lane] = leaf;
+    __syncthreads();
+    if (warp == 0) {
+      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
+        for (int w = 0; w < offset; ++w)
+          smem[w * kWarp + lane] = smem[w * kWarp + lane] + smem[(w + offset) * kWarp + lane];
+      const float total = shuffle_tree(smem[lane], kWarp);
+      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+    }
+  }
+}
+
 // kWarpRows: the reference gives each row one warp (16 rows per 512-thread block)
 // instead of one whole block. kShifted: rows may start mid-vector. kExactRows: every row
 // holds exactly U vectors per logical thread (fp32 rows of 8192), so no load needs a
@@ -704,7 +735,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   static_assert(!kWarm || (kPdl && kExactRows && !kWarpRows && !kShifted), "warming is for loop-free block rows");
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
-  __shared__ float smem[kWarpRows ? 1 : kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
+  __shared__ float smem[kWarpRows ? 1 : kLeanRowTreeFloats];
   const int tid = threadIdx.x;
   const int lane = tid % kWarp, warp = tid / kWarp;
   const int t = kWarpRows ? lane : tid;  // logical thread within the row
@@ -757,25 +788,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   if constexpr (kWarpRows) {
     const float total = shuffle_tree(leaf, kWarp);
     if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-  } else if constexpr (kOrder.lanes_before_warps) {
-    const float w = shuffle_tree(leaf, kWarp);
-    if (lane == 0) smem[warp] = w;
-    __syncthreads();
-    if (warp == 0) {
-      const float total = warp_tree(lane < kLeanWarps ? smem[lane] : 0.0f, kLeanWarps);
-      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
   } else {
-    // Warps first: for each lane, the halving tree over the 16 warps, then the lanes.
-    smem[warp * kWarp + lane] = leaf;
-    __syncthreads();
-    if (warp == 0) {
-      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
-        for (int w = 0; w < offset; ++w)
-          smem[w * kWarp + lane] = smem[w * kWarp + lane] + smem[(w + offset) * kWarp + lane];
-      const float total = shuffle_tree(smem[lane], kWarp);
-      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
+    lean_block_row_store(leaf, smem, lane, warp, a, r);
   }
 }
 

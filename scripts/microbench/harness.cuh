@@ -114,13 +114,14 @@ inline void print_gaps(const std::vector<std::string>& names, const std::vector<
   }
 }
 
-// The library's lean-kernel arguments for an fp32 tail with KernelBench's constants (divide
+// The library's lean-kernel arguments for a tail of T with KernelBench's constants (divide
 // by 2, scale by 1.5), rows row_stride elements apart, one output per row.
-inline kb14::tail::LeanArgs<float> fp32_tail_args(const void* y, int64_t row_stride, int rows, int cols, void* out) {
-  kb14::tail::LeanArgs<float> a{};
-  a.y = static_cast<const float*>(y);
+template <typename T = float>
+kb14::tail::LeanArgs<T> tail_args(const void* y, int64_t row_stride, int rows, int cols, void* out) {
+  kb14::tail::LeanArgs<T> a{};
+  a.y = static_cast<const T*>(y);
   a.row_stride = row_stride;
-  a.out = static_cast<float*>(out);
+  a.out = static_cast<T*>(out);
   a.out_stride = 1;
   a.rows = rows;
   a.cols = cols;

@@ -194,9 +194,9 @@ void launch_empty(const void*, int64_t, int rows, int, void*) { empty_kernel<<<r
 // order into V accumulators; block (r, p) loads steps p * S .. p * S + S - 1 of every logical
 // thread (all in flight), waits for piece p - 1's accumulators, adds its steps in order and
 // hands the accumulators on through global memory; the last piece ends the row as
-// lean_rows_kernel ends a block row. The same additions in the same order as the library's
-// kernel, in blocks of 1 / kPieces of the row: free reads in small blocks were faster in
-// single calls than in a row's worth per block (session 20). Blocks take (row, piece) from a
+// lean_rows_kernel ends a block row (lean_block_row_store). The same additions in the same
+// order as the library's kernel, in blocks of 1 / kPieces of the row: free reads in small
+// blocks were faster in single calls than in a row's worth per block (session 20). Blocks take (row, piece) from a
 // ticket in the order they start, so a piece's predecessor has always started (the wait ends);
 // the hand-over flags carry the launch's tag, so they need no reset. Aligned rows of exactly
 // S * kPieces vectors per thread only.
@@ -214,7 +214,7 @@ template <typename scalar_t, int V, int S, int kPieces, bool kPacked, int kMinBl
 __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) handoff_rows_kernel(LeanArgs<scalar_t> a, Handoff h) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   __shared__ unsigned ticket;
-  __shared__ float smem[kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];
+  __shared__ float smem[kLeanRowTreeFloats];
   const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
   unsigned* counter = h.tickets + (h.tag & 1u);
   if (t == 0) ticket = atomicAdd(counter, 1u);
@@ -259,41 +259,14 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) handoff_rows_kernel(Le
     }
     return;
   }
-  const float leaf = lean_leaf(acc);
-  if constexpr (kOrder.lanes_before_warps) {
-    const float w = shuffle_tree(leaf, kWarp);
-    if (lane == 0) smem[warp] = w;
-    __syncthreads();
-    if (warp == 0) {
-      const float total = warp_tree(lane < kLeanWarps ? smem[lane] : 0.0f, kLeanWarps);
-      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
-  } else {
-    smem[warp * kWarp + lane] = leaf;
-    __syncthreads();
-    if (warp == 0) {
-      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
-        for (int w = 0; w < offset; ++w)
-          smem[w * kWarp + lane] = smem[w * kWarp + lane] + smem[(w + offset) * kWarp + lane];
-      const float total = shuffle_tree(smem[lane], kWarp);
-      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
-  }
+  lean_block_row_store(lean_leaf(acc), smem, lane, warp, a, r);
 }
 
 template <typename scalar_t, int S, int kPieces, int kMinBlocks, bool kPieceMajor = false>
 void launch_handoff(const void* y, int64_t stride, int rows, int cols, void* out) {
   constexpr int V = kInputVec<scalar_t>;
   if (cols != V * kLeanBlock * S * kPieces) std::exit(6);
-  LeanArgs<scalar_t> a{};
-  a.y = static_cast<const scalar_t*>(y);
-  a.row_stride = stride;
-  a.out = static_cast<scalar_t*>(out);
-  a.out_stride = 1;
-  a.rows = rows;
-  a.cols = cols;
-  a.inv = 0.5f;
-  a.scale = 1.5f;
+  const LeanArgs<scalar_t> a = microbench::tail_args<scalar_t>(y, stride, rows, cols, out);
   ++g_handoff.tag;
   CK(with_packed_mul(a, [&](auto packed) {
     handoff_rows_kernel<scalar_t, V, S, kPieces, decltype(packed)::value, kMinBlocks, kPieceMajor>
@@ -317,7 +290,7 @@ void launch_pattern(const void* y, int64_t stride, int rows, int cols, void* out
 // once) or, kProgrammatic, as the library launches it.
 template <bool kShifted, bool kExact, bool kProgrammatic = false>
 void launch_library(const void* y, int64_t stride, int rows, int cols, void* out) {
-  const LeanArgs<float> a = microbench::fp32_tail_args(y, stride, rows, cols, out);
+  const LeanArgs<float> a = microbench::tail_args(y, stride, rows, cols, out);
   CK(launch_programmatic(lean_rows_kernel<float, 4, 4, kLeanLoad, true, false, kShifted, false, kExact>,
                          dim3(rows), dim3(kLeanBlock), 0, nullptr, kProgrammatic, a));
 }
@@ -335,15 +308,7 @@ void launch_library_planned(const void* y, int64_t stride, int rows, int cols, v
 // round at other loads in flight and blocks per SM than its plan takes (the same additions).
 template <typename T, int U, int kMinBlocks>
 void launch_lean_long(const void* y, int64_t stride, int rows, int cols, void* out) {
-  LeanArgs<T> a{};
-  a.y = static_cast<const T*>(y);
-  a.row_stride = stride;
-  a.out = static_cast<T*>(out);
-  a.out_stride = 1;
-  a.rows = rows;
-  a.cols = cols;
-  a.inv = 0.5f;
-  a.scale = 1.5f;
+  const LeanArgs<T> a = microbench::tail_args<T>(y, stride, rows, cols, out);
   CK((launch_lean_variant<T, kInputVec<T>, U, kLeanLoad, true, false, false, kLeanBlock, kMinBlocks>(a, nullptr)));
 }
 

@@ -293,21 +293,29 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) pair_lane_rows_
 }
 
 LeanArgs<float> args_for(const void* y, int rows, int cols, void* out) {
-  return microbench::fp32_tail_args(y, cols, rows, cols, out);
+  return microbench::tail_args(y, cols, rows, cols, out);
+}
+
+// A kernel that stages each row's whole vectors in dynamic shared memory, one row per block,
+// launched as a programmatic dependent; its shared-memory limit is raised on its first launch
+// only (launches back to back must not wait on the host).
+template <typename Kernel>
+void launch_row_staged(Kernel kernel, int threads, const LeanArgs<float>& a) {
+  static std::vector<const void*> raised;
+  const void* k = reinterpret_cast<const void*>(kernel);
+  if (std::find(raised.begin(), raised.end(), k) == raised.end()) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * 1024));
+    raised.push_back(k);
+  }
+  const size_t bytes = size_t(a.cols / 4) * 16;
+  CK(launch_programmatic(kernel, dim3(a.rows), dim3(threads), bytes, g_stream, true, a));
 }
 
 template <int kThreads, Copy kCopy, int kPieces>
 void launch_split_lane_staged(const void* y, int rows, int cols, void* out) {
   const LeanArgs<float> a = args_for(y, rows, cols, out);
-  const size_t bytes = size_t(cols / 4) * 16;
-  const auto go = [&](auto kernel) {
-    static bool sized = false;  // once: the launches back to back must not wait on the host
-    if (!sized) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * 1024));
-    sized = true;
-    CK(launch_programmatic(kernel, dim3(rows), dim3(kThreads), bytes, g_stream, true, a));
-  };
-  if (cols % 4) go(split_lane_staged_kernel<kThreads, kCopy, kPieces, true>);
-  else go(split_lane_staged_kernel<kThreads, kCopy, kPieces, false>);
+  if (cols % 4) launch_row_staged(split_lane_staged_kernel<kThreads, kCopy, kPieces, true>, kThreads, a);
+  else launch_row_staged(split_lane_staged_kernel<kThreads, kCopy, kPieces, false>, kThreads, a);
 }
 
 // A pure read, in any order, of aligned rows: one row per kThreads-thread block, thread t
@@ -379,15 +387,8 @@ void launch_quad_lane(const void* y, int rows, int cols, void* out) {
 template <int kPieces>
 void launch_piecewise(const void* y, int rows, int cols, void* out) {
   const LeanArgs<float> a = args_for(y, rows, cols, out);
-  const size_t bytes = size_t(cols / 4) * 16;
-  const auto go = [&](auto kernel) {
-    static bool sized = false;  // once: the launches back to back must not wait on the host
-    if (!sized) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * 1024));
-    sized = true;
-    CK(launch_programmatic(kernel, dim3(rows), dim3(kSplitLaneThreads), bytes, g_stream, true, a));
-  };
-  if (cols % 4) go(split_lane_piecewise_kernel<kPieces, true>);
-  else go(split_lane_piecewise_kernel<kPieces, false>);
+  if (cols % 4) launch_row_staged(split_lane_piecewise_kernel<kPieces, true>, kSplitLaneThreads, a);
+  else launch_row_staged(split_lane_piecewise_kernel<kPieces, false>, kSplitLaneThreads, a);
 }
 
 template <int U, int kMinBlocks, LeanLoad kLoad = LeanLoad::kCacheStreaming>
