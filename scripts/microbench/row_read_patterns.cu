@@ -13,7 +13,8 @@
 // flat array in any order (grid-stride, several grids and loads in flight), an empty kernel on
 // the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process.
 // KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked);
-// KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM.
+// KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM;
+// KB14_CLUSTER=1 rows handed on within a cluster of 2 or 4 blocks (cluster_rows_kernel).
 // The library's own choice for the plan (warmed and, fp32, unwarmed) is always a case; in fp32
 // so are the lean kernel alone and the read patterns.
 // With KB14_TRITON_CUBIN=<Inductor's compiled tail for this shape, from its Triton cache> (and
@@ -26,11 +27,14 @@
 #include <string>
 #include <vector>
 
+#include <cooperative_groups.h>
+
 #include "harness.cuh"
 #include "tail_kernels.cuh"
 
 using namespace kb14;
 using namespace kb14::tail;
+namespace cg = cooperative_groups;
 
 namespace {
 
@@ -262,6 +266,65 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) handoff_rows_kernel(Le
   lean_block_row_store(lean_leaf(acc), smem, lane, warp, a, r);
 }
 
+// Rows handed on within a cluster (KB14_CLUSTER=1): the same split as handoff_rows_kernel, C
+// blocks per row launched as one cluster, so the accumulators go from block to block through
+// distributed shared memory instead of L2: block k of the cluster loads steps k S .. k S + S - 1
+// of every logical thread, adds them once block k - 1's accumulators have landed in its shared
+// memory (cluster barriers), and passes them on; the last block ends the row.
+template <typename scalar_t, int V, int S, int C, bool kPacked, int kMinBlocks>
+__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(kLeanBlock, kMinBlocks)
+    cluster_rows_kernel(LeanArgs<scalar_t> a) {
+  using W = typename RawVec<sizeof(scalar_t) * V>::type;
+  __shared__ float handed[V * kLeanBlock];
+  __shared__ float smem[kLeanRowTreeFloats];
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = int(cluster.block_rank());
+  const int r = int(blockIdx.x) / C;
+  const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
+  const W* row = reinterpret_cast<const W*>(a.y + int64_t(r) * a.row_stride);
+  const uint64_t policy = evict_first_policy();
+  W buf[S];
+#pragma unroll
+  for (int u = 0; u < S; ++u) lean_load_one<kLeanLoad>(buf[u], row + t + (rank * S + u) * kLeanBlock, policy);
+  cluster.sync();  // every block of the cluster runs: its shared memory may be written
+  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPacked>(a.inv);
+  float acc[V];
+  const auto add_own = [&] {
+#pragma unroll
+    for (int u = 0; u < S; ++u) lean_add_vector<scalar_t, V, kPacked>(acc, buf[u], a.inv, inv_pair);
+  };
+  // Stage k: block k adds its steps and passes the accumulators to block k + 1; every block
+  // meets every barrier.
+#pragma unroll 1
+  for (int k = 0; k < C - 1; ++k) {
+    if (rank == k) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) acc[i] = k == 0 ? 0.0f : handed[i * kLeanBlock + t];
+      add_own();
+      float* next = cluster.map_shared_rank(handed, k + 1);
+#pragma unroll
+      for (int i = 0; i < V; ++i) next[i * kLeanBlock + t] = acc[i];
+    }
+    cluster.sync();
+  }
+  if (rank != C - 1) return;
+#pragma unroll
+  for (int i = 0; i < V; ++i) acc[i] = handed[i * kLeanBlock + t];
+  add_own();
+  lean_block_row_store(lean_leaf(acc), smem, lane, warp, a, r);
+}
+
+template <typename scalar_t, int S, int C, int kMinBlocks>
+void launch_cluster_rows(const void* y, int64_t stride, int rows, int cols, void* out) {
+  constexpr int V = kInputVec<scalar_t>;
+  if (cols != V * kLeanBlock * S * C) std::exit(7);
+  const LeanArgs<scalar_t> a = microbench::tail_args<scalar_t>(y, stride, rows, cols, out);
+  CK(with_packed_mul(a, [&](auto packed) {
+    cluster_rows_kernel<scalar_t, V, S, C, decltype(packed)::value, kMinBlocks><<<rows * C, kLeanBlock>>>(a);
+    return cudaGetLastError();
+  }));
+}
+
 template <typename scalar_t, int S, int kPieces, int kMinBlocks, bool kPieceMajor = false>
 void launch_handoff(const void* y, int64_t stride, int rows, int cols, void* out) {
   constexpr int V = kInputVec<scalar_t>;
@@ -393,6 +456,15 @@ int main(int argc, char** argv) {
       cases.push_back({"long_u16_1pb", launch_lean_long<float, 16, 1>});
     }
   }
+  if (std::getenv("KB14_CLUSTER")) {  // exact: their bits are checked against the library's
+    if (bf16) {
+      cases.push_back({"cluster2", launch_cluster_rows<__nv_bfloat16, 8, 2, 2>});
+      cases.push_back({"cluster4", launch_cluster_rows<__nv_bfloat16, 4, 4, 2>});
+    } else {
+      cases.push_back({"cluster4", launch_cluster_rows<float, 8, 4, 2>});
+      cases.push_back({"cluster8", launch_cluster_rows<float, 4, 8, 3>});
+    }
+  }
   if (std::getenv("KB14_HANDOFF")) {  // exact: their bits are checked against the library's
     if (bf16) {
       cases.push_back({"handoff2", launch_handoff<__nv_bfloat16, 8, 2, 2>});
@@ -444,7 +516,7 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(want.data(), out, want.size(), cudaMemcpyDeviceToHost));
     for (const Case& c : cases) {
       const bool exact = c.name.rfind("handoff", 0) == 0 || c.name.rfind("library", 0) == 0 ||
-                         c.name.rfind("long", 0) == 0;
+                         c.name.rfind("long", 0) == 0 || c.name.rfind("cluster", 0) == 0;
       if (!exact) continue;
       for (int rep = 0; rep < 3; ++rep) {  // the tickets and flags over several launches
         CK(cudaMemset(out, 0xff, got.size()));
