@@ -1,9 +1,9 @@
-// Standalone microbenchmark: does the width or cache hint of a row-per-block read move a
-// cold single call? Every pattern kernel reads one fp32 row per 512-thread block, all of a
-// round's loads issued before any is used, and sums it in any order; beside them the
-// library's own choice for the shape and its block-per-row lean_rows_kernel (on warp-per-row
-// shapes not the reference's order: a timing reference only). Exploratory, the record of
-// results/kernel_notes.md's session 18 figures; the library's kernels live in kernels/.
+// Standalone microbenchmark: what a cold single call costs, and what moves it. Every pattern
+// kernel reads one fp32 row per 512-thread block, all of a round's loads issued before any is
+// used, and sums it in any order; beside them the library's own choice for the shape and its
+// block-per-row lean_rows_kernel (on warp-per-row shapes not the reference's order: a timing
+// reference only). Exploratory, the record of results/kernel_notes.md's session 18 and 20
+// figures; the library's kernels live in kernels/.
 //
 //   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
 //        -o row_read_patterns scripts/microbench/row_read_patterns.cu
@@ -14,12 +14,13 @@
 // the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process.
 // KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked);
 // KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM;
-// KB14_CLUSTER=1 rows handed on within a cluster of 2 or 4 blocks (cluster_rows_kernel).
+// KB14_CLUSTER=1 rows handed on within a cluster of 2-8 blocks (cluster_rows_kernel). The
+// exact cases' bits are checked against the library's, every row.
 // The library's own choice for the plan (warmed and, fp32, unwarmed) is always a case; in fp32
 // so are the lean kernel alone and the read patterns.
-// With KB14_TRITON_CUBIN=<Inductor's compiled tail for this shape, from its Triton cache> (and
-// KB14_TRITON_SMEM, its dynamic shared memory) that kernel joins the cases, launched by the
-// runtime from the library (cudaLibraryLoadFromFile).
+// With KB14_TRITON_CUBIN=<Inductor's compiled tail for this shape> and its companions (`source`
+// the .env file inductor_cubin.py writes) that kernel joins the cases, launched by the runtime
+// from the library (cudaLibraryLoadFromFile).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
