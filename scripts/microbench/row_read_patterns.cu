@@ -176,20 +176,24 @@ __global__ void empty_kernel() {}
 
 size_t g_bytes = 0;  // the matrix's bytes (set in main)
 
-// kBlocksPerSm blocks of kThreads per SM, or (0) as many blocks as give every thread exactly
-// U words.
+// A flat read of `bytes` at y: kBlocksPerSm blocks of kThreads per SM, or (0) as many blocks
+// as give every thread exactly U words.
 template <int kThreads, int U, int kBlocksPerSm>
-void launch_flat(const void* y, int64_t, int, int, void*) {
-  static int sms = [] {
-    int v = 0;
-    CK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0));
-    return v;
-  }();
-  const int64_t n = int64_t(g_bytes / 16);
+void flat_read_bytes(const void* y, size_t bytes) {
+  DeviceShape prop;
+  CK(query_device_shape(0, &prop));  // cached after the first call
+  const int64_t n = int64_t(bytes / 16);
   const int64_t per_block = int64_t(kThreads) * U;
-  const int64_t blocks = kBlocksPerSm > 0 ? int64_t(kBlocksPerSm) * sms : (n + per_block - 1) / per_block;
+  const int64_t blocks =
+      kBlocksPerSm > 0 ? int64_t(kBlocksPerSm) * prop.multiprocessors : (n + per_block - 1) / per_block;
   if (blocks > kMaxFreeBlocks) std::exit(5);
   flat_read<kThreads, U><<<unsigned(blocks), kThreads>>>(static_cast<const uint4*>(y), n, g_block_sums);
+}
+
+// The same as a case: the matrix's bytes.
+template <int kThreads, int U, int kBlocksPerSm>
+void launch_flat(const void* y, int64_t, int, int, void*) {
+  flat_read_bytes<kThreads, U, kBlocksPerSm>(y, g_bytes);
 }
 
 void launch_empty(const void*, int64_t, int rows, int, void*) { empty_kernel<<<rows, 512>>>(); }
@@ -201,10 +205,10 @@ void launch_empty(const void*, int64_t, int rows, int, void*) { empty_kernel<<<r
 // hands the accumulators on through global memory; the last piece ends the row as
 // lean_rows_kernel ends a block row (lean_block_row_store). The same additions in the same
 // order as the library's kernel, in blocks of 1 / kPieces of the row: free reads in small
-// blocks were faster in single calls than in a row's worth per block (session 20). Blocks take (row, piece) from a
-// ticket in the order they start, so a piece's predecessor has always started (the wait ends);
-// the hand-over flags carry the launch's tag, so they need no reset. Aligned rows of exactly
-// S * kPieces vectors per thread only.
+// blocks were faster in single calls than in a row's worth per block (session 20). Blocks take
+// (row, piece) from a ticket in the order they start, so a piece's predecessor has always
+// started (the wait ends); the hand-over flags carry the launch's tag, so they need no reset.
+// Aligned rows of exactly S * kPieces vectors per thread only.
 struct Handoff {
   float* acc = nullptr;        // rows x V x 512 accumulators
   unsigned* flags = nullptr;   // per row: tag * kPieces + the next piece allowed to go on
@@ -339,9 +343,14 @@ void launch_handoff(const void* y, int64_t stride, int rows, int cols, void* out
   }));
 }
 
+// What a case returns: the library's bits (checked against the library's choice, every row),
+// row sums in some other order (row 0 printed), or no row sums (the free reads).
+enum class Output { kExact, kRowSums, kNone };
+
 struct Case {
   std::string name;
   void (*launch)(const void*, int64_t, int, int, void*);
+  Output output = Output::kRowSums;
 };
 
 template <int kBytes, int U, LeanLoad kHint, bool kInterleaved = false>
@@ -395,20 +404,24 @@ int main(int argc, char** argv) {
   const bool aligned = cols % 4 == 0;
   std::vector<Case> cases;
   if (bf16) {
-    cases.push_back({"library", launch_library_planned<__nv_bfloat16, true>});
+    cases.push_back({"library", launch_library_planned<__nv_bfloat16, true>, Output::kExact});
   } else {
-    cases.push_back({"library", launch_library_planned<float, true>});
-    cases.push_back({"library_unwarmed", launch_library_planned<float, false>});
+    cases.push_back({"library", launch_library_planned<float, true>, Output::kExact});
+    cases.push_back({"library_unwarmed", launch_library_planned<float, false>, Output::kExact});
   }
   CK(cudaFree(nullptr));
   if (g_inductor.load_from_env()) cases.push_back({"inductor", launch_triton});
-  if (!bf16) {
+  const bool free_reads = std::getenv("KB14_FREE_READS") != nullptr;
+  if (!bf16 && !free_reads) {
     if (aligned && cols == 8192) {
-      cases.push_back({"library_exact", launch_library<false, true>});
-      cases.push_back({"library_exact_pdl", launch_library<false, true, true>});
-    } else {
-      cases.push_back({"library_lean", aligned ? launch_library<false, false> : launch_library<true, false>});
-      cases.push_back({"library_lean_pdl", aligned ? launch_library<false, false, true> : launch_library<true, false, true>});
+      cases.push_back({"library_exact", launch_library<false, true>, Output::kExact});
+      cases.push_back({"library_exact_pdl", launch_library<false, true, true>, Output::kExact});
+    } else {  // the reference's order on block-row plans
+      cases.push_back({"library_lean", aligned ? launch_library<false, false> : launch_library<true, false>,
+                       Output::kExact});
+      cases.push_back({"library_lean_pdl",
+                       aligned ? launch_library<false, false, true> : launch_library<true, false, true>,
+                       Output::kExact});
     }
     cases.push_back({"b16x4_nc", launch_pattern<16, 4, LeanLoad::kStreamingNc>});
     cases.push_back({"b16x4_l1ef", launch_pattern<16, 4, LeanLoad::kEvictFirst>});
@@ -425,58 +438,56 @@ int main(int argc, char** argv) {
     cases.push_back({"b4x4_l1ef", launch_pattern<4, 4, LeanLoad::kEvictFirst>});
   }
 
-  const bool free_reads = std::getenv("KB14_FREE_READS") != nullptr;
-  if (free_reads) {  // the fp32 patterns above are dropped: these are the floor
-    if (!bf16) cases.resize(g_inductor.kernel ? 3 : 2);
-    cases.push_back({"empty_rows_x512", launch_empty});
-    cases.push_back({"flat512_u4_exact", launch_flat<512, 4, 0>});
-    cases.push_back({"flat512_u2_exact", launch_flat<512, 2, 0>});
-    cases.push_back({"flat512_u8_exact", launch_flat<512, 8, 0>});
-    cases.push_back({"flat512_u4_sm4", launch_flat<512, 4, 4>});
-    cases.push_back({"flat512_u8_sm4", launch_flat<512, 8, 4>});
-    cases.push_back({"flat512_u4_sm8", launch_flat<512, 4, 8>});
-    cases.push_back({"flat512_u8_sm2", launch_flat<512, 8, 2>});
-    cases.push_back({"flat512_u4_sm2", launch_flat<512, 4, 2>});
-    cases.push_back({"flat256_u4_exact", launch_flat<256, 4, 0>});
-    cases.push_back({"flat1024_u4_exact", launch_flat<1024, 4, 0>});
-    cases.push_back({"flat1024_u8_sm2", launch_flat<1024, 8, 2>});
-    cases.push_back({"flat128_u8_sm16", launch_flat<128, 8, 16>});
+  if (free_reads) {  // instead of the fp32 patterns above: the floor
+    cases.push_back({"empty_rows_x512", launch_empty, Output::kNone});
+    cases.push_back({"flat512_u4_exact", launch_flat<512, 4, 0>, Output::kNone});
+    cases.push_back({"flat512_u2_exact", launch_flat<512, 2, 0>, Output::kNone});
+    cases.push_back({"flat512_u8_exact", launch_flat<512, 8, 0>, Output::kNone});
+    cases.push_back({"flat512_u4_sm4", launch_flat<512, 4, 4>, Output::kNone});
+    cases.push_back({"flat512_u8_sm4", launch_flat<512, 8, 4>, Output::kNone});
+    cases.push_back({"flat512_u4_sm8", launch_flat<512, 4, 8>, Output::kNone});
+    cases.push_back({"flat512_u8_sm2", launch_flat<512, 8, 2>, Output::kNone});
+    cases.push_back({"flat512_u4_sm2", launch_flat<512, 4, 2>, Output::kNone});
+    cases.push_back({"flat256_u4_exact", launch_flat<256, 4, 0>, Output::kNone});
+    cases.push_back({"flat1024_u4_exact", launch_flat<1024, 4, 0>, Output::kNone});
+    cases.push_back({"flat1024_u8_sm2", launch_flat<1024, 8, 2>, Output::kNone});
+    cases.push_back({"flat128_u8_sm16", launch_flat<128, 8, 16>, Output::kNone});
     if (!bf16) cases.push_back({"b16x4_nc", launch_pattern<16, 4, LeanLoad::kStreamingNc>});
   }
 
   if (std::getenv("KB14_LONG_ROWS")) {  // exact: their bits are checked against the library's
     if (bf16) {
-      cases.push_back({"long_u2_4pb", launch_lean_long<__nv_bfloat16, 2, 4>});
-      cases.push_back({"long_u4_3pb", launch_lean_long<__nv_bfloat16, 4, 3>});
-      cases.push_back({"long_u8_2pb", launch_lean_long<__nv_bfloat16, 8, 2>});
-      cases.push_back({"long_u16_1pb", launch_lean_long<__nv_bfloat16, 16, 1>});
+      cases.push_back({"long_u2_4pb", launch_lean_long<__nv_bfloat16, 2, 4>, Output::kExact});
+      cases.push_back({"long_u4_3pb", launch_lean_long<__nv_bfloat16, 4, 3>, Output::kExact});
+      cases.push_back({"long_u8_2pb", launch_lean_long<__nv_bfloat16, 8, 2>, Output::kExact});
+      cases.push_back({"long_u16_1pb", launch_lean_long<__nv_bfloat16, 16, 1>, Output::kExact});
     } else {
-      cases.push_back({"long_u2_4pb", launch_lean_long<float, 2, 4>});
-      cases.push_back({"long_u4_4pb", launch_lean_long<float, 4, 4>});
-      cases.push_back({"long_u8_2pb", launch_lean_long<float, 8, 2>});
-      cases.push_back({"long_u16_1pb", launch_lean_long<float, 16, 1>});
+      cases.push_back({"long_u2_4pb", launch_lean_long<float, 2, 4>, Output::kExact});
+      cases.push_back({"long_u4_4pb", launch_lean_long<float, 4, 4>, Output::kExact});
+      cases.push_back({"long_u8_2pb", launch_lean_long<float, 8, 2>, Output::kExact});
+      cases.push_back({"long_u16_1pb", launch_lean_long<float, 16, 1>, Output::kExact});
     }
   }
   if (std::getenv("KB14_CLUSTER")) {  // exact: their bits are checked against the library's
     if (bf16) {
-      cases.push_back({"cluster2", launch_cluster_rows<__nv_bfloat16, 8, 2, 2>});
-      cases.push_back({"cluster4", launch_cluster_rows<__nv_bfloat16, 4, 4, 2>});
+      cases.push_back({"cluster2", launch_cluster_rows<__nv_bfloat16, 8, 2, 2>, Output::kExact});
+      cases.push_back({"cluster4", launch_cluster_rows<__nv_bfloat16, 4, 4, 2>, Output::kExact});
     } else {
-      cases.push_back({"cluster4", launch_cluster_rows<float, 8, 4, 2>});
-      cases.push_back({"cluster8", launch_cluster_rows<float, 4, 8, 3>});
+      cases.push_back({"cluster4", launch_cluster_rows<float, 8, 4, 2>, Output::kExact});
+      cases.push_back({"cluster8", launch_cluster_rows<float, 4, 8, 3>, Output::kExact});
     }
   }
   if (std::getenv("KB14_HANDOFF")) {  // exact: their bits are checked against the library's
     if (bf16) {
-      cases.push_back({"handoff2", launch_handoff<__nv_bfloat16, 8, 2, 2>});
-      cases.push_back({"handoff2_pm", launch_handoff<__nv_bfloat16, 8, 2, 2, true>});
-      cases.push_back({"handoff4_pm", launch_handoff<__nv_bfloat16, 4, 4, 3, true>});
-      cases.push_back({"handoff8_pm", launch_handoff<__nv_bfloat16, 2, 8, 4, true>});
+      cases.push_back({"handoff2", launch_handoff<__nv_bfloat16, 8, 2, 2>, Output::kExact});
+      cases.push_back({"handoff2_pm", launch_handoff<__nv_bfloat16, 8, 2, 2, true>, Output::kExact});
+      cases.push_back({"handoff4_pm", launch_handoff<__nv_bfloat16, 4, 4, 3, true>, Output::kExact});
+      cases.push_back({"handoff8_pm", launch_handoff<__nv_bfloat16, 2, 8, 4, true>, Output::kExact});
     } else {
-      cases.push_back({"handoff4", launch_handoff<float, 8, 4, 2>});
-      cases.push_back({"handoff2_pm", launch_handoff<float, 16, 2, 1, true>});
-      cases.push_back({"handoff4_pm", launch_handoff<float, 8, 4, 2, true>});
-      cases.push_back({"handoff8_pm", launch_handoff<float, 4, 8, 3, true>});
+      cases.push_back({"handoff4", launch_handoff<float, 8, 4, 2>, Output::kExact});
+      cases.push_back({"handoff2_pm", launch_handoff<float, 16, 2, 1, true>, Output::kExact});
+      cases.push_back({"handoff4_pm", launch_handoff<float, 8, 4, 2, true>, Output::kExact});
+      cases.push_back({"handoff8_pm", launch_handoff<float, 4, 8, 3, true>, Output::kExact});
     }
   }
 
@@ -515,10 +526,9 @@ int main(int argc, char** argv) {
     std::vector<char> want(size_t(rows) * elem), got(size_t(rows) * elem);
     cases[0].launch(y, cols, rows, cols, out);
     CK(cudaMemcpy(want.data(), out, want.size(), cudaMemcpyDeviceToHost));
-    for (const Case& c : cases) {
-      const bool exact = c.name.rfind("handoff", 0) == 0 || c.name.rfind("library", 0) == 0 ||
-                         c.name.rfind("long", 0) == 0 || c.name.rfind("cluster", 0) == 0;
-      if (!exact) continue;
+    for (size_t ci = 1; ci < cases.size(); ++ci) {
+      const Case& c = cases[ci];
+      if (c.output != Output::kExact) continue;
       for (int rep = 0; rep < 3; ++rep) {  // the tickets and flags over several launches
         CK(cudaMemset(out, 0xff, got.size()));
         c.launch(y, cols, rows, cols, out);
@@ -536,7 +546,7 @@ int main(int argc, char** argv) {
   // Every case sums the same row; their results agree to rounding (the patterns add in any order).
   std::printf("row 0 sums:");
   for (const Case& c : cases) {
-    if (c.name.rfind("flat", 0) == 0 || c.name.rfind("empty", 0) == 0) continue;  // no row sums
+    if (c.output == Output::kNone) continue;
     c.launch(y, cols, rows, cols, out);
     float v;
     if (bf16) {
@@ -560,19 +570,17 @@ int main(int argc, char** argv) {
     void* huge;
     CK(cudaMalloc(&huge, big));
     CK(cudaMemset(huge, 0, big));
-    const size_t saved = g_bytes;
-    g_bytes = big;
     const auto ceiling = microbench::time_in_turn(1, 20, 2, nullptr, 1 << 18, &flush, 1,
-                                                  [&](int) { launch_flat<512, 8, 4>(huge, 0, 0, 0, nullptr); });
-    g_bytes = saved;
-    const double gbps = double(big) / (microbench::median(ceiling[0]) * 1e3);
-    std::printf("read ceiling (2 GiB flat read, median of 20): %.1f us, %.0f GB/s\n", microbench::median(ceiling[0]),
-                gbps);
+                                                  [&](int) { flat_read_bytes<512, 8, 4>(huge, big); });
+    const float ceiling_us = microbench::median(ceiling[0]);
+    const double gbps = double(big) / (ceiling_us * 1e3);
+    std::printf("read ceiling (2 GiB flat read, median of 20): %.1f us, %.0f GB/s\n", ceiling_us, gbps);
     std::printf("%zu bytes; at the ceiling %.2f us\n", g_bytes, double(g_bytes) / (gbps * 1e3));
-    for (size_t c = 0; c < cases.size(); ++c)
-      std::printf("  %-20s %6.0f GB/s  %5.1f%% of the ceiling\n", names[c].c_str(),
-                  double(g_bytes) / (microbench::median(times[c]) * 1e3),
-                  100.0 * double(g_bytes) / (microbench::median(times[c]) * 1e3) / gbps);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const double case_gbps = double(g_bytes) / (microbench::median(times[c]) * 1e3);
+      std::printf("  %-20s %6.0f GB/s  %5.1f%% of the ceiling\n", names[c].c_str(), case_gbps,
+                  100.0 * case_gbps / gbps);
+    }
   }
   return 0;
 }

@@ -42,6 +42,28 @@ cudaStream_t g_stream = nullptr;  // every launch's stream (a non-default one, s
 
 enum class Copy { kThreads, kBulkPieces };
 
+// Lane l's edges on a row that starts mid-vector, as split_lane_rows_kernel reads them: its
+// head element, added first, and its tail element, added last, both into the lane's
+// accumulator 0 on the thread that holds it (`holder`), read at once so they fly with the
+// row's loads. (The library's kernel writes them out: a helper there changed its code.)
+struct LaneEdges {
+  float first = 0.0f;  // the accumulator's start: 0 + the head, or 0
+  bool has_tail = false;
+  float tail = 0.0f;
+  __device__ __forceinline__ float last(float acc) const { return has_tail ? acc + tail : acc; }
+};
+
+template <bool kShifted>
+__device__ __forceinline__ LaneEdges lane_edges(const LeanRow<kLaneAccumulators, kShifted>& geo, bool holder, int lane,
+                                                const float* row_start, const LeanArgs<float>& a) {
+  LaneEdges e;
+  const bool has_head = holder && geo.shift > 0 && lane >= geo.shift && lane < kLaneAccumulators;
+  e.has_tail = holder && lane < (a.cols - geo.base) % kLaneAccumulators;
+  if (has_head) e.first = 0.0f + lean_element_quotient(row_start + (lane - geo.shift), a.inv);
+  if (e.has_tail) e.tail = lean_element_quotient(row_start + geo.base + geo.nvec * kLaneAccumulators + lane, a.inv);
+  return e;
+}
+
 // split_lane_rows_kernel's additions, fed from shared memory: the row's whole vectors are
 // copied in first, by every thread's 16-byte cp.async (kThreads) or by kPieces bulk copies
 // (kBulkPieces); then threads 0-127 each add elements t, t + 128, ... as the split-lane
@@ -77,11 +99,8 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
     if (last > first) bulk_copy_to_shared(staged + first, src + first, uint32_t(last - first) * 16u, &landed, policy);
   }
   const int lane = t / kLaneAccumulators;
-  const bool edge_thread = kShifted && t < kSplitLaneThreads && t % kLaneAccumulators == 0;
-  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < kLaneAccumulators;
-  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % kLaneAccumulators;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row + n + lane, a.inv) : 0.0f;
+  const LaneEdges edges =
+      lane_edges(geo, kShifted && t < kSplitLaneThreads && t % kLaneAccumulators == 0, lane, row_start, a);
   allow_dependent_launch();
   if constexpr (kCopy == Copy::kThreads) {
     wait_for_own_copies();
@@ -91,10 +110,10 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
   }
   if (t < kSplitLaneThreads) {
     const float* f = reinterpret_cast<const float*>(staged);
-    float acc = has_head ? 0.0f + head : 0.0f;
+    float acc = edges.first;
 #pragma unroll 8
     for (int k = t; k < n; k += kSplitLaneThreads) acc = acc + quotient_of_float<float>(f[k], a.inv);
-    if (has_tail) acc = acc + tail;
+    acc = edges.last(acc);
     // split_lane_store's gather, written out here: its barrier wants every thread, and threads
     // past the first 128 (kThreads of 256 or 512) hold no chain.
     float lane_acc[kLaneAccumulators];
@@ -146,14 +165,10 @@ __global__ void __launch_bounds__(kSplitLaneThreads) split_lane_piecewise_kernel
     }
   }
   const int lane = t / kLaneAccumulators;
-  const bool edge_thread = kShifted && t % kLaneAccumulators == 0;
-  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < kLaneAccumulators;
-  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % kLaneAccumulators;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row + n + lane, a.inv) : 0.0f;
+  const LaneEdges edges = lane_edges(geo, kShifted && t % kLaneAccumulators == 0, lane, row_start, a);
   allow_dependent_launch();
   const float* f = reinterpret_cast<const float*>(staged);
-  float acc = has_head ? 0.0f + head : 0.0f;
+  float acc = edges.first;
 #pragma unroll 1
   for (int p = 0; p < kPieces; ++p) {
     mbarrier_wait(&landed[p]);
@@ -162,7 +177,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads) split_lane_piecewise_kernel
     for (int k = t + p * piece_vectors * kLaneAccumulators; k < end; k += kSplitLaneThreads)
       acc = acc + quotient_of_float<float>(f[k], a.inv);
   }
-  if (has_tail) acc = acc + tail;
+  acc = edges.last(acc);
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
 
@@ -192,13 +207,9 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) quad_lane_rows_
   };
   wait_for_prior_grids();
   load_round(0);
-  const bool edge_thread = kShifted && q == 0;
-  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < 4;
-  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % 4;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * 4 + lane, a.inv) : 0.0f;
+  const LaneEdges edges = lane_edges(geo, kShifted && q == 0, lane, row_start, a);
   allow_dependent_launch();
-  float acc = has_head ? 0.0f + head : 0.0f;
+  float acc = edges.first;
 #pragma unroll 1
   for (int s0 = 0;;) {
 #pragma unroll
@@ -234,7 +245,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) quad_lane_rows_
     if (kWarp * 4 * s0 >= geo.nvec) break;  // no lane has a step left (the same for the whole block)
     load_round(s0);
   }
-  if (has_tail) acc = acc + tail;
+  acc = edges.last(acc);
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
 
@@ -266,13 +277,9 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) pair_lane_rows_
   };
   wait_for_prior_grids();
   load_round(0);
-  const bool edge_thread = kShifted && t % 4 == 0;
-  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < 4;
-  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % 4;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * 4 + lane, a.inv) : 0.0f;
+  const LaneEdges edges = lane_edges(geo, kShifted && t % 4 == 0, lane, row_start, a);
   allow_dependent_launch();
-  float acc = has_head ? 0.0f + head : 0.0f;
+  float acc = edges.first;
   const int steps = (geo.nvec + kWarp - 1) / kWarp;  // the same for the whole block
 #pragma unroll 1
   for (int j0 = 0;;) {
@@ -288,7 +295,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) pair_lane_rows_
     if (2 * j0 >= steps) break;
     load_round(j0);
   }
-  if (has_tail) acc = acc + tail;
+  acc = edges.last(acc);
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
 
