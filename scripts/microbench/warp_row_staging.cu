@@ -22,7 +22,8 @@
 //   ./warp_row_staging ROWS COLS ncu            # three launches of each
 // KB14_CASES=a,b,...: only those cases beside the library; KB14_READ_LAYOUTS=1 adds plain reads
 // of aligned rows in five layouts (any order: timing references); KB14_COPIES, KB14_CALLS: the
-// rotation and the calls per timing back to back.
+// rotation and the calls per timing back to back; KB14_OUT_PER_CALL=1: each of those calls
+// writes its own output rows.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +117,55 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
     acc = edges.last(acc);
     // split_lane_store's gather, written out here: its barrier wants every thread, and threads
     // past the first 128 (kThreads of 256 or 512) hold no chain.
+    float lane_acc[kLaneAccumulators];
+#pragma unroll
+    for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
+    if (t % kLaneAccumulators == 0) lane_leaves[lane] = lean_leaf(lane_acc);
+  }
+  __syncthreads();
+  if (t < kWarp) {
+    const float total = shuffle_tree(lane_leaves[t], kWarp);
+    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
+  }
+}
+
+// The row staged through registers: kThreads threads load its whole vectors with 16-byte
+// loads (thread t taking vectors t, t + kThreads, ..., all U in flight: the layout of
+// Inductor's reads and of the fastest plain read, `read_512x16B`), write them to shared memory
+// in the row's order, and threads 0-127 then add their chains from there as
+// split_lane_staged_kernel does: the transpose through shared memory, with no copy engine and
+// no asynchronous copy. U: at least the row's vectors / kThreads.
+template <int kThreads, int U, bool kShifted>
+__global__ void __launch_bounds__(kThreads) register_staged_kernel(LeanArgs<float> a) {
+  static_assert(kThreads % kSplitLaneThreads == 0, "threads 0-127 add");
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ float lane_leaves[kWarp];
+  const int t = threadIdx.x;
+  const int r = blockIdx.x;
+  const LeanRow<kLaneAccumulators, kShifted> geo(r, a.cols);
+  const float* row_start = a.y + r * a.row_stride;
+  const uint4* src = reinterpret_cast<const uint4*>(row_start + geo.base);
+  const int n = geo.nvec * kLaneAccumulators;
+  const uint64_t policy = evict_first_policy();
+  uint4 buf[U];
+  wait_for_prior_grids();
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (t + u * kThreads < geo.nvec) lean_load_one<kLeanLoad>(buf[u], src + t + u * kThreads, policy);
+  const int lane = t / kLaneAccumulators;
+  const LaneEdges edges =
+      lane_edges(geo, kShifted && t < kSplitLaneThreads && t % kLaneAccumulators == 0, lane, row_start, a);
+  allow_dependent_launch();
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (t + u * kThreads < geo.nvec) staged[t + u * kThreads] = buf[u];
+  __syncthreads();
+  if (t < kSplitLaneThreads) {
+    const float* f = reinterpret_cast<const float*>(staged);
+    float acc = edges.first;
+#pragma unroll 8
+    for (int k = t; k < n; k += kSplitLaneThreads) acc = acc + quotient_of_float<float>(f[k], a.inv);
+    acc = edges.last(acc);
     float lane_acc[kLaneAccumulators];
 #pragma unroll
     for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
@@ -325,6 +375,23 @@ void launch_split_lane_staged(const void* y, int rows, int cols, void* out) {
   else launch_row_staged(split_lane_staged_kernel<kThreads, kCopy, kPieces, false>, kThreads, a);
 }
 
+// register_staged_kernel with as few loads per thread as hold the row.
+template <int kThreads>
+void launch_register_staged(const void* y, int rows, int cols, void* out) {
+  const LeanArgs<float> a = args_for(y, rows, cols, out);
+  const int per_thread = (cols / 4 + kThreads - 1) / kThreads;
+  const auto go = [&](auto u) {
+    constexpr int U = decltype(u)::value;
+    if (cols % 4) launch_row_staged(register_staged_kernel<kThreads, U, true>, kThreads, a);
+    else launch_row_staged(register_staged_kernel<kThreads, U, false>, kThreads, a);
+  };
+  if (per_thread <= 2) go(std::integral_constant<int, 2>{});
+  else if (per_thread <= 4) go(std::integral_constant<int, 4>{});
+  else if (per_thread <= 8) go(std::integral_constant<int, 8>{});
+  else if (per_thread <= 16) go(std::integral_constant<int, 16>{});
+  else std::exit(4);
+}
+
 // A pure read, in any order, of aligned rows: one row per kThreads-thread block, thread t
 // taking words t, t + kThreads, ... (U of kBytes each, all in flight): which layout of the
 // same bytes reads fastest, apart from any order of additions.
@@ -503,6 +570,9 @@ int main(int argc, char** argv) {
       {"sls_bulk1", launch_split_lane_staged<128, Copy::kBulkPieces, 1>, true},
       {"sls_bulk4", launch_split_lane_staged<128, Copy::kBulkPieces, 4>, true},
       {"sls_bulk16", launch_split_lane_staged<128, Copy::kBulkPieces, 16>, true},
+      {"regstage512", launch_register_staged<512>, true},
+      {"regstage256", launch_register_staged<256>, true},
+      {"regstage128", launch_register_staged<128>, true},
   };
   CK(cudaFree(nullptr));
   CK(cudaStreamCreate(&g_stream));
@@ -535,8 +605,12 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&y, n * 4));
     CK(cudaMemcpy(y, host.data(), n * 4, cudaMemcpyHostToDevice));
   }
+  // KB14_OUT_PER_CALL=1: back to back, call i writes its own rows (as a framework's fresh
+  // output would) instead of every call rewriting the same ones.
+  const bool out_per_call = std::getenv("KB14_OUT_PER_CALL") != nullptr;
   void* out;
-  CK(cudaMalloc(&out, size_t(rows) * 4 * k));
+  CK(cudaMalloc(&out, size_t(rows) * 4 * std::max(k, 256)));
+  const auto call_out = [&](int i) { return static_cast<float*>(out) + (out_per_call ? size_t(i % 256) * rows : 0); };
 
   // Bits: every exact case against the library's output.
   std::vector<std::vector<float>> got(k, std::vector<float>(rows));
@@ -572,7 +646,7 @@ int main(int argc, char** argv) {
     for (int c = 0; c < k; ++c) {
       cudaGraph_t g;
       CK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < calls; ++i) cases[c].launch(ys[i % copies], rows, cols, out);
+      for (int i = 0; i < calls; ++i) cases[c].launch(ys[i % copies], rows, cols, call_out(i));
       CK(cudaStreamEndCapture(g_stream, &g));
       CK(cudaGraphInstantiate(&graphs[c], g, 0));
     }
@@ -582,7 +656,7 @@ int main(int argc, char** argv) {
       CK(cudaGraphLaunch(graphs[c], g_stream));
       return;
     }
-    for (int i = 0; i < calls; ++i) cases[c].launch(ys[i % copies], rows, cols, out);
+    for (int i = 0; i < calls; ++i) cases[c].launch(ys[i % copies], rows, cols, call_out(i));
   };
   // Back to back, the spin is long enough for the host to queue every call behind it.
   const auto times = microbench::time_in_turn(k, rounds, 3, g_stream, b2b ? 1 << 21 : 1 << 18, b2b ? nullptr : &flush,
