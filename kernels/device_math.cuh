@@ -66,6 +66,7 @@ template <> struct RawVec<8> { using type = uint2; };
 
 __device__ __forceinline__ uint32_t word(const uint4& w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
 __device__ __forceinline__ uint32_t word(const uint2& w, int i) { return i == 0 ? w.x : w.y; }
+__device__ __forceinline__ uint32_t word(uint32_t w, int) { return w; }
 
 template <typename scalar_t, typename W>
 __device__ __forceinline__ float element_as_float(const W& w, int i) {

@@ -838,60 +838,104 @@ __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar
   if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-// A warp-per-row plan of fp32 rows spread over 128 threads. Each of the reference's 32 lanes
-// keeps four independent accumulators, one per element of its vectors (lean_add_vector), so a
-// row holds 128 chains of additions, not 32: thread t adds elements base + t, base + t + 128,
-// ... of the row (base: its first whole vector), which is lane t / 4's accumulator t % 4 in
-// that lane's order, with U loads in flight. kShifted: rows may start mid-vector; lane l's
-// head element (l - shift, for shift <= l < 4) goes first and its tail element last into its
-// accumulator 0, on thread 4 l, as in lean_rows_kernel. The four accumulators of a lane then
-// meet in lean_leaf's order (shuffles within each group of four threads) and the 32 lane
-// leaves go through the reference's shuffle tree in the first warp. Four times the threads
-// and loads in flight per row of the warp-per-row kernels, without staging the row.
-// Its loads are .cs (evict-first without a policy register): with the policy each of the U
-// loads kept its own 64-bit address and the kernel spilled.
+// A warp-per-row plan spread over 128 threads, four a lane. Each of the reference's 32 lanes
+// keeps one independent accumulator per element of its 16-byte vectors (lean_add_vector): four
+// in fp32, eight in 16-bit types, so a row holds 128 or 256 chains of additions, not 32. Thread
+// t reads 4-byte words t, t + 128, ... of the row's whole vectors (from base, its first whole
+// vector), U of them in flight: word t of each step is lane t / 4's, and holds its accumulator
+// t % 4 (fp32) or its accumulators 2 (t % 4) and 2 (t % 4) + 1 (two 16-bit elements), in that
+// lane's order. kShifted: rows may start mid-vector; lane l's head element (l - shift, for
+// shift <= l < V) goes first and its tail element last into its accumulator 0, on thread 4 l,
+// as in lean_rows_kernel. A lane's accumulators then meet on thread 4 l in lean_leaf's order
+// and the 32 lane leaves go through the reference's shuffle tree in the first warp. Four
+// times the threads and loads in flight per row of the warp-per-row kernels, without staging
+// the row. Its loads are .cs (evict-first without a policy register): with the policy each of
+// the U loads kept its own 64-bit address and the kernel spilled.
 constexpr int kLaneAccumulators = kInputVec<float>;  // an fp32 lane's accumulators: one per vector element
 constexpr int kSplitLaneThreads = kWarp * kLaneAccumulators;
+constexpr int kSplitLaneThreadsPerLane = kSplitLaneThreads / kWarp;
 constexpr LeanLoad kSplitLaneLoad = LeanLoad::kCacheStreaming;
 
-// The end of a row whose lane l keeps its four accumulators on threads 4 l .. 4 l + 3 (acc:
-// thread t's): they meet in lean_leaf's order on thread 4 l, and the 32 lane leaves go through
-// the reference's shuffle tree in the first warp, which stores the row's result. Every
-// thread of the block calls it (a barrier).
-__device__ __forceinline__ void split_lane_store(float acc, int t, int lane, float (&lane_leaves)[kWarp],
-                                                 const LeanArgs<float>& a, int r) {
-  float lane_acc[kLaneAccumulators];
-#pragma unroll
-  for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
-  if (t % kLaneAccumulators == 0) lane_leaves[lane] = lean_leaf(lane_acc);
-  __syncthreads();
-  if (t < kWarp) {
-    const float total = shuffle_tree(lane_leaves[t], kWarp);
-    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
+// What a split-lane thread loads (a 4-byte word: one fp32 element or two 16-bit ones) and the
+// accumulators it keeps, one per element of its word.
+template <typename scalar_t>
+using SplitLaneWord = std::conditional_t<sizeof(scalar_t) == 4, float, uint32_t>;
+template <typename scalar_t>
+constexpr int kSplitLaneThreadAccumulators = kInputVec<scalar_t> / kSplitLaneThreadsPerLane;
+
+// Adds one word's quotients to its thread's accumulators, element i to acc[i] (kPackedMul: as
+// lean_add_vector).
+template <typename scalar_t, bool kPackedMul>
+__device__ __forceinline__ void split_lane_add(float (&acc)[kSplitLaneThreadAccumulators<scalar_t>],
+                                               const SplitLaneWord<scalar_t>& w, float inv, uint32_t inv_pair) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    acc[0] = acc[0] + quotient_of_float<scalar_t>(w, inv);
+  } else if constexpr (kPackedMul) {
+    const float2 q = packed_quotient_pair<scalar_t>(w, inv_pair);
+    acc[0] = acc[0] + q.x;
+    acc[1] = acc[1] + q.y;
+  } else {
+    acc[0] = acc[0] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(w, 0), inv);
+    acc[1] = acc[1] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(w, 1), inv);
   }
 }
 
-// kStaged: the row's whole vectors are first copied into shared memory (one bulk copy on
-// sm_90, the staged kernel's; before, each thread copies vectors t, t + 128, ...), and each
+// The end of a row whose lane l keeps its accumulators on threads 4 l .. 4 l + 3 (acc: thread
+// t's): they meet in lean_leaf's order on thread 4 l, and the 32 lane leaves go through the
+// reference's shuffle tree in the first warp, which stores the row's result. Every thread of
+// the block calls it (a barrier).
+template <typename scalar_t, int kAcc>
+__device__ __forceinline__ void split_lane_store(const float (&acc)[kAcc], int t, int lane,
+                                                 float (&lane_leaves)[kWarp], const LeanArgs<scalar_t>& a, int r) {
+  float lane_acc[kSplitLaneThreadsPerLane * kAcc];
+#pragma unroll
+  for (int q = 0; q < kSplitLaneThreadsPerLane; ++q) {
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) lane_acc[q * kAcc + i] = q == 0 ? acc[i] : __shfl_down_sync(0xffffffffu, acc[i], q);
+  }
+  if (t % kSplitLaneThreadsPerLane == 0) lane_leaves[lane] = lean_leaf(lane_acc);
+  __syncthreads();
+  if (t < kWarp) {
+    const float total = shuffle_tree(lane_leaves[t], kWarp);
+    if (t == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+  }
+}
+
+// The same for fp32's single accumulator per thread.
+__device__ __forceinline__ void split_lane_store(float acc, int t, int lane, float (&lane_leaves)[kWarp],
+                                                 const LeanArgs<float>& a, int r) {
+  const float one[1] = {acc};
+  split_lane_store(one, t, lane, lane_leaves, a, r);
+}
+
+// kStaged (fp32): the row's whole vectors are first copied into shared memory (one bulk copy
+// on sm_90, the staged kernel's; before, each thread copies vectors t, t + 128, ...), and each
 // thread adds its elements from there: the staged kernel's copy with 128 threads adding
 // instead of 32 (U unused). Against staged_warp_rows_kernel (results/kernel_notes.md,
 // session 19), back to back 0.08-0.24 us faster at 512-1024 rows of 4096-5001 columns and
 // 0.17-0.22 at 16 x 7000 and 64 x 8000, within 0.05 at 1024 x 2049-3001 and 100-256 x 3000;
 // single calls after a read flush 0.06-0.22 faster at four of five shapes, a tie at 1024 x 3000.
-template <int U, int kMinBlocks, bool kPdl, bool kShifted = false, bool kStaged = false>
-__global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<float> a) {
+// kPackedMul: 16-bit quotients two per multiply (lean_add_vector's).
+template <int U, int kMinBlocks, bool kPdl, bool kShifted = false, bool kStaged = false, typename scalar_t = float,
+          bool kPackedMul = false>
+__global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<scalar_t> a) {
+  static_assert(!kStaged || sizeof(scalar_t) == 4, "the staged rows are fp32's");
+  constexpr int V = kInputVec<scalar_t>;
+  constexpr int kAcc = kSplitLaneThreadAccumulators<scalar_t>;
+  using Word = SplitLaneWord<scalar_t>;
   extern __shared__ __align__(128) uint4 split_lane_staged[];
   __shared__ float lane_leaves[kWarp];
   __shared__ uint64_t landed;
   constexpr bool kBulk = kStaged && kHasBulkCopy;
   const int t = threadIdx.x;
   const int r = blockIdx.x;
-  const LeanRow<kLaneAccumulators, kShifted> geo(r, a.cols);
-  const float* row_start = a.y + r * a.row_stride;
-  const float* row = row_start + geo.base;
-  const int n = geo.nvec * kLaneAccumulators;  // the elements of whole vectors, from base
+  const LeanRow<V, kShifted> geo(r, a.cols);
+  const scalar_t* row_start = a.y + r * a.row_stride;
+  const scalar_t* row = row_start + geo.base;
+  const Word* words = reinterpret_cast<const Word*>(row);
+  const int n = geo.nvec * kSplitLaneThreadsPerLane;  // the words of whole vectors, from base
   const uint64_t policy = kStaged || kLoadHasPolicy<kSplitLaneLoad> ? evict_first_policy() : 0;
-  float buf[kStaged ? 1 : U];
+  Word buf[kStaged ? 1 : U];
   if constexpr (kBulk) {
     if (t == 0) {
       mbarrier_init(&landed, 1);
@@ -913,17 +957,21 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
         copy_to_shared_async(split_lane_staged + k, vectors + k, policy);
     }
   } else {
-    lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, t, n, policy);
+    lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, words, t, n, policy);
   }
   // Lane t / 4's edges, on its accumulator 0 (thread 4 l), read while the row's loads fly.
-  const int lane = t / kLaneAccumulators;
-  const bool edge_thread = kShifted && t % kLaneAccumulators == 0;
-  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < kLaneAccumulators;
-  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % kLaneAccumulators;
+  const int lane = t / kSplitLaneThreadsPerLane;
+  const bool edge_thread = kShifted && t % kSplitLaneThreadsPerLane == 0;
+  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < V;
+  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % V;
   const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row + n + lane, a.inv) : 0.0f;
+  const float tail = has_tail ? lean_element_quotient(row + geo.nvec * V + lane, a.inv) : 0.0f;
   if constexpr (kPdl) allow_dependent_launch();
-  float acc = has_head ? 0.0f + head : 0.0f;
+  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+  if (has_head) acc[0] = 0.0f + head;
   if constexpr (kStaged) {
     if constexpr (kBulk) {
       mbarrier_wait(&landed);
@@ -933,20 +981,20 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
     }
     const float* staged = reinterpret_cast<const float*>(split_lane_staged);
 #pragma unroll 8
-    for (int k = t; k < n; k += kSplitLaneThreads) acc = acc + quotient_of_float<float>(staged[k], a.inv);
+    for (int k = t; k < n; k += kSplitLaneThreads) acc[0] = acc[0] + quotient_of_float<float>(staged[k], a.inv);
   } else {
 #pragma unroll 1
     for (int k = t;;) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if (k + u * kSplitLaneThreads < n) acc = acc + quotient_of_float<float>(buf[u], a.inv);
+        if (k + u * kSplitLaneThreads < n) split_lane_add<scalar_t, kPackedMul>(acc, buf[u], a.inv, inv_pair);
       }
       k += U * kSplitLaneThreads;
       if (k >= n) break;
-      lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, row, k, n, policy);
+      lean_load<U, kSplitLaneThreads, kSplitLaneLoad>(buf, words, k, n, policy);
     }
   }
-  if (has_tail) acc = acc + tail;
+  if (has_tail) acc[0] = acc[0] + tail;
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
 
@@ -999,6 +1047,7 @@ struct LeanOptions {
   bool deep_block_rows = true;      // 8 vectors in flight per thread on long 16-bit block-per-row plans
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
   bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1024 long aligned rows: split_lane_rows_kernel
+  bool split_lane_16bit_rows = true;  // 16-bit warp-per-row plans of the deep kernel's rows: split_lane_rows_kernel
   bool warm_rows = true;            // fp32 rows of one chunk warm L2 behind another warmed launch
 };
 
@@ -1095,15 +1144,15 @@ constexpr int kSplitLaneMinBlocks = U <= 32 ? 8 : U <= 48 ? 5 : 4;
 
 // split_lane_rows_kernel with U loads in flight per thread (kMinBlocks: registers for that
 // many 128-thread blocks per SM), or with the row staged in shared memory (kStaged).
-template <int U, bool kPdl, int kMinBlocks = kSplitLaneMinBlocks<U>, bool kStaged = false>
-cudaError_t launch_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
-  const size_t smem = kStaged ? staged_row_bytes<float, kLaneAccumulators>(a.cols) : 0;
-  const auto launch = [&](auto kernel) {
-    return launch_programmatic(kernel, dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), smem, stream,
-                               kPdl, a);
-  };
-  if (a.cols % kLaneAccumulators != 0) return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, true, kStaged>);
-  return launch(split_lane_rows_kernel<U, kMinBlocks, kPdl, false, kStaged>);
+template <int U, bool kPdl, int kMinBlocks = kSplitLaneMinBlocks<U>, bool kStaged = false, typename scalar_t>
+cudaError_t launch_split_lane_rows(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
+  constexpr int V = kInputVec<scalar_t>;
+  const size_t smem = kStaged ? staged_row_bytes<scalar_t, V>(a.cols) : 0;
+  return with_lean_flags<scalar_t, V>(a, [&](auto packed, auto shifted) {
+    return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, kPdl, decltype(shifted)::value, kStaged, scalar_t,
+                                                      decltype(packed)::value>,
+                               dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), smem, stream, kPdl, a);
+  });
 }
 
 template <bool kPdl>
@@ -1132,6 +1181,26 @@ constexpr int kDeepWarpRowMaxRows = 4096;
 template <int V>
 bool deep_warp_rows_pay(int rows, int cols) {
   return rows <= kDeepWarpRowMaxRows && warp_rows_hold_four_vectors<V>(cols);
+}
+
+// 16-bit rows where the deep kernel would go take split_lane_rows_kernel instead (two of a
+// lane's eight accumulators a thread, 4-byte loads, 128 threads a row): 16 loads in flight
+// where a thread's share of the row passes 8 words (rows of more than 2048 columns), else 8.
+// Measured (tail_variants run89, us, deep kernel / split lanes with 8 / with 16 loads, back to
+// back; bits equal): bf16 1024 x 7000 5.95 / 5.25 / 5.34 (Inductor's inexact tail 5.36),
+// 1024 x 4096 3.91 / 3.55 / 3.55, 512 x 4096 2.99 / 2.72 / 2.61, 4096 x 4096 9.55 / 9.19 /
+// 8.94, 1024 x 1024 2.24 / 2.07 / 2.70, 129 x 1031 2.05 / 1.80 / 1.81, fp16 2048 x 2048
+// 3.76 / 3.52 / 4.00; after a read flush 0.2-0.9 us faster at each. With more rows than the
+// deep kernel takes, the two-vector warp rows stay faster (16384 x 2048: 16.76 against
+// 20.49, 8192 x 1024: 5.27 against 10.6). Two threads a lane (8-byte loads, four
+// accumulators each) were no faster; 32 loads in flight spilled.
+constexpr int kSplitLane16BitWideShare = 8;  // words a thread beyond which 16 loads fly
+
+template <int V>
+int split_lane_16bit_loads(int rows, int cols) {
+  if (!deep_warp_rows_pay<V>(rows, cols)) return 0;
+  const int64_t words_per_thread = ceil_div(int64_t(cols), int64_t(2) * kSplitLaneThreads);
+  return words_per_thread > kSplitLane16BitWideShare ? 16 : 8;
 }
 
 // Up to 1024 rows of more vectors per lane than the deep kernel keeps in flight (fp32:
@@ -1298,6 +1367,13 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
     if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols))
       return launch_lean_variant<scalar_t, V, kWideWarpRowU, kLoad, kPdl, true, false, kWideWarpRowBlock,
                                  kWideWarpRowBlocksPerSm>(a, stream);
+  }
+  if constexpr (sizeof(scalar_t) == 2) {
+    switch (opt.split_lane_16bit_rows ? split_lane_16bit_loads<V>(a.rows, a.cols) : 0) {
+      case 8: return launch_split_lane_rows<8, kPdl>(a, stream);
+      case 16: return launch_split_lane_rows<16, kPdl>(a, stream);
+      default: break;
+    }
   }
   if (opt.deep_warp_rows && deep_warp_rows_pay<V>(a.rows, a.cols))
     return launch_lean_variant<scalar_t, V, kDeepWarpRowU, kLoad, kPdl, true, false, kDeepWarpRowBlock,

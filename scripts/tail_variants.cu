@@ -302,111 +302,6 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanA
   }
 }
 
-// 16-bit warp rows on kSplit threads per lane (the fp32 split-lane kernel's idea for 16-bit
-// types; exploratory, session 21, run89). The reference's lane l adds its 16-byte vectors
-// (eight elements) into eight accumulators, one per element; here thread kSplit l + q keeps the
-// kAcc = 8 / kSplit accumulators q kAcc .. q kAcc + kAcc - 1 and reads only their part of each
-// of lane l's vectors: word t, t + kThreads, ... of the row's whole vectors (4-byte words for
-// kSplit 4, 8-byte for 2), U of them in flight. The same additions in the same order. Rows that
-// start mid-vector: lane l's head element goes first and its tail element last into its
-// accumulator 0, on thread kSplit l, as in lean_rows_kernel. The kSplit threads' accumulators
-// then meet on thread kSplit l in lean_leaf's order, and the 32 lane leaves in the reference's
-// shuffle tree.
-template <typename T, int kSplit> struct SplitLaneWord;
-template <typename T> struct SplitLaneWord<T, 4> { using type = uint32_t; };
-template <typename T> struct SplitLaneWord<T, 2> { using type = uint2; };
-
-__device__ __forceinline__ uint32_t split_word(uint32_t w, int) { return w; }
-__device__ __forceinline__ uint32_t split_word(const uint2& w, int i) { return i == 0 ? w.x : w.y; }
-
-template <typename T, int kSplit, int U, int kMinBlocks, bool kShifted, bool kPackedMul>
-__global__ void __launch_bounds__(kWarp * kSplit, kMinBlocks) split_lane16_rows_kernel(LeanArgs<T> a) {
-  static_assert(sizeof(T) == 2, "16-bit rows");
-  constexpr int V = 8, kThreads = kWarp * kSplit, kAcc = V / kSplit;
-  using W = typename SplitLaneWord<T, kSplit>::type;
-  __shared__ float lane_leaves[kWarp];
-  const int t = threadIdx.x;
-  const int r = blockIdx.x;
-  const int lane = t / kSplit;
-  const LeanRow<V, kShifted> geo(r, a.cols);
-  const T* row_start = a.y + r * a.row_stride;
-  const W* row = reinterpret_cast<const W*>(row_start + geo.base);
-  const int n = geo.nvec * kSplit;  // the words of whole vectors, from base
-  W buf[U];
-  wait_for_prior_grids();
-  // One address and constant offsets (through lean_load each load kept its own 64-bit address).
-  const auto load_round = [&](int k) {
-    const W* p = row + k;
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (k + u * kThreads < n) buf[u] = __ldcs(p + u * kThreads);
-    }
-  };
-  load_round(t);
-  const bool edge_thread = kShifted && t % kSplit == 0;
-  const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < V;
-  const bool has_tail = edge_thread && lane < (a.cols - geo.base) % V;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv) : 0.0f;
-  allow_dependent_launch();
-  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
-  float acc[kAcc];
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
-  if (has_head) acc[0] = 0.0f + head;
-  const auto add_word = [&](const W& w) {
-#pragma unroll
-    for (int j = 0; j < kAcc / 2; ++j) {
-      const uint32_t pair = split_word(w, j);
-      if constexpr (kPackedMul) {
-        const float2 q = packed_quotient_pair<T>(pair, inv_pair);
-        acc[2 * j] = acc[2 * j] + q.x;
-        acc[2 * j + 1] = acc[2 * j + 1] + q.y;
-      } else {
-        acc[2 * j] = acc[2 * j] + quotient_of_float<T>(element_as_float<T>(make_uint2(pair, 0), 0), a.inv);
-        acc[2 * j + 1] = acc[2 * j + 1] + quotient_of_float<T>(element_as_float<T>(make_uint2(pair, 0), 1), a.inv);
-      }
-    }
-  };
-#pragma unroll 1
-  for (int k = t;;) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (k + u * kThreads < n) add_word(buf[u]);
-    }
-    k += U * kThreads;
-    if (k >= n) break;
-    load_round(k);
-  }
-  if (has_tail) acc[0] = acc[0] + tail;
-  float lane_acc[V];
-#pragma unroll
-  for (int q = 0; q < kSplit; ++q) {
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) lane_acc[q * kAcc + i] = q == 0 ? acc[i] : __shfl_down_sync(0xffffffffu, acc[i], q);
-  }
-  if (t % kSplit == 0) lane_leaves[lane] = lean_leaf(lane_acc);
-  __syncthreads();
-  if (t < kWarp) {
-    const float total = shuffle_tree(lane_leaves[t], kWarp);
-    if (t == 0) a.out[r * a.out_stride] = Arith<T>::store(total, a.scale);
-  }
-}
-
-template <typename T, int kSplit, int U, int kMinBlocks>
-int launch_split_lane16(const Plan& p, const LeanArgs<T>& a, cudaStream_t stream) {
-  if constexpr (sizeof(T) != 2) {
-    return -1;
-  } else {
-    if (p.split_y) return -1;
-    return with_lean_flags<T, 8>(a, [&](auto packed, auto shifted) {
-      return launch_programmatic(
-          split_lane16_rows_kernel<T, kSplit, U, kMinBlocks, decltype(shifted)::value, decltype(packed)::value>,
-          dim3(static_cast<unsigned>(a.rows)), dim3(kWarp * kSplit), 0, stream, true, a);
-    });
-  }
-}
-
 template <typename T, int kRows, int kMinBlocks>
 int launch_multi_row(const Plan& p, const LeanArgs<T>& a, cudaStream_t stream) {
   if constexpr (sizeof(T) != 2) {
@@ -566,16 +461,13 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     }
     return -1;
   }
-  if (variant >= 86 && variant <= 91) {  // 16-bit split lanes: 4 or 2 threads per lane, U words in flight
-    const LeanArgs<T> la = lean_args(a);
-    switch (variant) {
-      case 86: return launch_split_lane16<T, 4, 8, 8>(p, la, stream);
-      case 87: return launch_split_lane16<T, 4, 16, 8>(p, la, stream);
-      case 88: return launch_split_lane16<T, 4, 32, 6>(p, la, stream);
-      case 89: return launch_split_lane16<T, 2, 8, 8>(p, la, stream);
-      case 90: return launch_split_lane16<T, 2, 16, 8>(p, la, stream);
-      default: return launch_split_lane16<T, 2, 32, 4>(p, la, stream);  // 91
+  if (variant == 86 || variant == 87) {  // split_lane_rows_kernel on 16-bit warp-per-row plans, 8 or 16 loads
+    if constexpr (sizeof(T) == 2) {
+      const LeanArgs<T> la = lean_args(a);
+      if (p.split_y) return -1;
+      return variant == 86 ? launch_split_lane_rows<8, true>(la, stream) : launch_split_lane_rows<16, true>(la, stream);
     }
+    return -1;
   }
   if (variant == 48) return launch_programmatic_probe<T, V, false, true>(p, a, stream);
   if (variant == 49) return launch_programmatic_probe<T, V, true, false>(p, a, stream);
@@ -598,9 +490,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.five_vector_rows = variant != 39;
   opt.deep_block_rows = variant != 63;
   opt.warm_rows = variant != 81;
+  opt.split_lane_16bit_rows = variant != 92;
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63: case 81:
+    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63: case 81: case 92:
       return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
@@ -656,7 +549,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it; 82-84 multi_row_kernel,
 // the loop-free 16-bit rows of 8192 two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84); 85
 // split_lane_rows_kernel staged (kStaged: the staged kernel's bulk copy, 128 threads adding; fp32 warp-per-row
-// plans; the library's fp32 staged rows since session 19, where 38 was)). Variants tried and
+// plans; the library's fp32 staged rows since session 19, where 38 was); 86, 87 split_lane_rows_kernel on
+// 16-bit warp-per-row plans with 8 or 16 loads in flight (the library's choice in the deep kernel's domain
+// since session 21); 92 the library without it (the deep kernel there)). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
 // in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the
