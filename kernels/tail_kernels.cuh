@@ -1186,14 +1186,16 @@ bool deep_warp_rows_pay(int rows, int cols) {
 // 16-bit rows where the deep kernel would go take split_lane_rows_kernel instead (two of a
 // lane's eight accumulators a thread, 4-byte loads, 128 threads a row): 16 loads in flight
 // where a thread's share of the row passes 8 words (rows of more than 2048 columns), else 8.
-// Measured (tail_variants run89, us, deep kernel / split lanes with 8 / with 16 loads, back to
-// back; bits equal): bf16 1024 x 7000 5.95 / 5.25 / 5.34 (Inductor's inexact tail 5.36),
-// 1024 x 4096 3.91 / 3.55 / 3.55, 512 x 4096 2.99 / 2.72 / 2.61, 4096 x 4096 9.55 / 9.19 /
-// 8.94, 1024 x 1024 2.24 / 2.07 / 2.70, 129 x 1031 2.05 / 1.80 / 1.81, fp16 2048 x 2048
-// 3.76 / 3.52 / 4.00; after a read flush 0.2-0.9 us faster at each. With more rows than the
-// deep kernel takes, the two-vector warp rows stay faster (16384 x 2048: 16.76 against
-// 20.49, 8192 x 1024: 5.27 against 10.6). Two threads a lane (8-byte loads, four
-// accumulators each) were no faster; 32 loads in flight spilled.
+// Measured (results/kernel_notes.md, session 21; bits equal), us, deep kernel / this, back
+// to back (tail_variants run90): bf16 1024 x 7000 5.95 / 5.27 (Inductor's inexact tail
+// 5.37), 1024 x 4096 3.93 / 3.59, 512 x 4096 2.96 / 2.63, 4096 x 4096 9.51 / 8.86, 1024 x
+// 1024 2.20 / 2.12, 129 x 1031 2.07 / 1.58, fp16 2048 x 2048 3.76 / 3.50; single calls in
+// turn 0.48-0.88 faster after a read flush and 0.61-0.86 under KernelBench's timing
+// (1024 x 7000, 1024 x 4096, 4096 x 4096). With 8 loads past 2048 columns it was slower
+// (1024 x 7000: 6.42), with 16 at or below (2048 x 2048: 4.00, 1024 x 1024: 2.56). With more
+// rows than the deep kernel takes, the two-vector warp rows stay faster (16384 x 2048: 16.53
+// against 20.54, 8192 x 1024: 5.24 against 10.59). Two threads a lane (8-byte loads, four
+// accumulators each) were no faster, and 32 loads in flight spilled (run89).
 constexpr int kSplitLane16BitWideShare = 8;  // words a thread beyond which 16 loads fly
 
 template <int V>
