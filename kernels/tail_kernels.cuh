@@ -919,7 +919,6 @@ __device__ __forceinline__ void split_lane_store(float acc, int t, int lane, flo
 template <int U, int kMinBlocks, bool kPdl, bool kShifted = false, bool kStaged = false, typename scalar_t = float,
           bool kPackedMul = false>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<scalar_t> a) {
-  static_assert(!kStaged || sizeof(scalar_t) == 4, "the staged rows are fp32's");
   constexpr int V = kInputVec<scalar_t>;
   constexpr int kAcc = kSplitLaneThreadAccumulators<scalar_t>;
   using Word = SplitLaneWord<scalar_t>;
@@ -979,9 +978,9 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
       wait_for_own_copies();
       __syncthreads();
     }
-    const float* staged = reinterpret_cast<const float*>(split_lane_staged);
+    const Word* staged = reinterpret_cast<const Word*>(split_lane_staged);
 #pragma unroll 8
-    for (int k = t; k < n; k += kSplitLaneThreads) acc[0] = acc[0] + quotient_of_float<float>(staged[k], a.inv);
+    for (int k = t; k < n; k += kSplitLaneThreads) split_lane_add<scalar_t, kPackedMul>(acc, staged[k], a.inv, inv_pair);
   } else {
 #pragma unroll 1
     for (int k = t;;) {
@@ -1155,8 +1154,8 @@ cudaError_t launch_split_lane_rows(const LeanArgs<scalar_t>& a, cudaStream_t str
   });
 }
 
-template <bool kPdl>
-cudaError_t launch_staged_split_lane_rows(const LeanArgs<float>& a, cudaStream_t stream) {
+template <bool kPdl, typename scalar_t>
+cudaError_t launch_staged_split_lane_rows(const LeanArgs<scalar_t>& a, cudaStream_t stream) {
   return launch_split_lane_rows<1, kPdl, 1, true>(a, stream);
 }
 

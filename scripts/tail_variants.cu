@@ -454,12 +454,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     return -1;
   }
   if (variant == 85) {  // split_lane_rows_kernel staged (the library's fp32 staged rows since session 19)
-    if constexpr (std::is_same_v<T, float>) {
-      const LeanArgs<T> la = lean_args(a);
-      if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
-      return launch_staged_split_lane_rows<true>(la, stream);
-    }
-    return -1;
+    const LeanArgs<T> la = lean_args(a);
+    if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
+    return launch_staged_split_lane_rows<true>(la, stream);
   }
   if (variant == 86 || variant == 87) {  // split_lane_rows_kernel on 16-bit warp-per-row plans, 8 or 16 loads
     if constexpr (sizeof(T) == 2) {
