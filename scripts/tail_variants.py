@@ -95,6 +95,9 @@ CASES += [((1024, 3001), "float32"), ((1024, 2049), "float32"), ((700, 4099), "f
           ((1024, 5001), "float32"), ((256, 8001), "float32"), ((640, 6001), "float32"), ((1024, 4095), "float32")]
 # Cases 149-152 (session 19): fp32 staged rows below 128 rows (whole rows, mid-vector).
 CASES += [((16, 7000), "float32"), ((7, 8188), "float32"), ((33, 4097), "float32"), ((100, 3001), "float32")]
+# Cases 153-158 (session 21): fp32 warp-per-row rows past 1024 rows that the deep kernel takes.
+CASES += [((2048, 4096), "float32"), ((4096, 2048), "float32"), ((1536, 6000), "float32"), ((3000, 8000), "float32"),
+          ((2048, 3000), "float32"), ((1025, 4096), "float32")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
