@@ -980,7 +980,8 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
     }
     const Word* staged = reinterpret_cast<const Word*>(split_lane_staged);
 #pragma unroll 8
-    for (int k = t; k < n; k += kSplitLaneThreads) split_lane_add<scalar_t, kPackedMul>(acc, staged[k], a.inv, inv_pair);
+    for (int k = t; k < n; k += kSplitLaneThreads)
+      split_lane_add<scalar_t, kPackedMul>(acc, staged[k], a.inv, inv_pair);
   } else {
 #pragma unroll 1
     for (int k = t;;) {
@@ -1037,6 +1038,9 @@ bool lean_path_applies(const Plan& p, const Args<scalar_t>& a) {
 // The library's choice of load (measured: results/kernel_notes.md); others for comparisons.
 constexpr LeanLoad kLeanLoad = LeanLoad::kStreamingNc;
 
+// The most rows of the fp32 staged and split-lane plans (staged_warp_rows_pay says why).
+constexpr int kStagedMaxRows = 1536;
+
 struct LeanOptions {
   bool programmatic_launch = true;  // honoured on sm_90 and newer
   bool exact_rows = true;           // the loop-free kernel where it applies (launch_lean_shape)
@@ -1047,6 +1051,7 @@ struct LeanOptions {
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
   bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1024 long aligned rows: split_lane_rows_kernel
   bool split_lane_16bit_rows = true;  // 16-bit warp-per-row plans of the deep kernel's rows: split_lane_rows_kernel
+  int staged_max_rows = kStagedMaxRows;  // the staged and split-lane fp32 plans' most rows
   bool warm_rows = true;            // fp32 rows of one chunk warm L2 behind another warmed launch
 };
 
@@ -1204,17 +1209,22 @@ int split_lane_16bit_loads(int rows, int cols) {
   return words_per_thread > kSplitLane16BitWideShare ? 16 : 8;
 }
 
-// Up to 1024 rows of more vectors per lane than the deep kernel keeps in flight (fp32:
-// over 2048 columns), its lanes would wait on memory twice or more: there the staged
-// kernel puts the whole row in flight at once (since session 19 in split_lane_rows_kernel's
-// staged form; the figures below are staged_warp_rows_kernel's). Measured back to back with
-// the bulk copy (results/kernel_notes.md), us, against per-lane copies: 128 x 6000 2.75 -> 2.63,
-// 512 x 8000 7.42 -> 5.84, 1024 x 4096 6.61 -> 5.55; against the deep kernel: 1024 x 3000
-// 4.95 -> 4.63. Slower in 16-bit types (1024 x 7000 bf16: 5.94 -> 6.40), so
-// launch_lean_shape takes it for fp32 only.
+// Up to max_rows rows (LeanOptions::staged_max_rows) of more vectors per lane than the deep
+// kernel keeps in flight (fp32: over 2048 columns), its lanes would wait on memory twice or
+// more: there the staged kernel puts the whole row in flight at once (since session 19 in
+// split_lane_rows_kernel's staged form; the figures below are staged_warp_rows_kernel's).
+// Measured back to back with the bulk copy (results/kernel_notes.md), us, against per-lane
+// copies: 128 x 6000 2.75 -> 2.63, 512 x 8000 7.42 -> 5.84, 1024 x 4096 6.61 -> 5.55; against
+// the deep kernel: 1024 x 3000 4.95 -> 4.63. Slower in 16-bit types (1024 x 7000 bf16: 5.94 ->
+// 6.40, and 5.83 against the 16-bit split lanes' 5.27 in run91), so launch_lean_shape takes it
+// for fp32 only. Up to 1024 rows before session 21; past them the deep kernel left the SMs short
+// of rows in flight up to 1536 (tail_variants run92, back to back: 1025 x 4096 6.02 against the
+// staged kernel's 5.38, 1536 x 6000 11.64 against 64 split-lane loads' 9.91), and from 2048 rows
+// it ties or wins (2048 x 4096 9.06 against 8.93 staged, 2048 x 3000 7.12 against 7.43, 4096 x
+// 4096 16.22 against 16.14, 3000 x 8000 22.55 against 22.48).
 template <typename scalar_t, int V>
-bool staged_warp_rows_pay(int rows, int cols) {
-  return rows <= 1024 && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
+bool staged_warp_rows_pay(int rows, int cols, int max_rows) {
+  return rows <= max_rows && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
 }
 
 // Of the staged kernel's rows (128 rows or more), those longer than one round of 32 loads per
@@ -1238,17 +1248,17 @@ bool staged_warp_rows_pay(int rows, int cols) {
 //     4.72 / 4.51 / 4.88 / 5.13, 576 x 8000 6.21 / 5.62 / 7.57 / 6.22), else 48 up to 384 rows
 //     (320 x 6000 3.62 / 3.78 / 3.47 / 3.98) and the staged kernel beyond (480 x 5500
 //     4.32 / 4.51 / 4.73 / 4.72, 512 x 5000 4.15 / 4.61 / 4.66 / 4.57);
-//   * 577-1024 rows, one round: 64 loads above a 40-value share (620 x 8000
-//     6.56 / 7.27 / 7.64 / 6.29, 768 x 6000 6.38 / 7.41 / 6.33 / 6.17); up to it 48 above 768
-//     rows (1024 x 5000 6.90 / 7.37 / 6.48 / 6.70), else the staged kernel (700 x 4100
-//     4.45 / 5.18 / 4.73 / 5.22).
+//   * 577-1024 rows (since session 21 up to kStagedMaxRows), one round: 64 loads above a
+//     40-value share (620 x 8000 6.56 / 7.27 / 7.64 / 6.29, 768 x 6000 6.38 / 7.41 / 6.33 /
+//     6.17); up to it 48 above 768 rows (1024 x 5000 6.90 / 7.37 / 6.48 / 6.70), else the
+//     staged kernel (700 x 4100 4.45 / 5.18 / 4.73 / 5.22).
 // Why the middle rows differ was not found (every variant keeps all their rows resident).
 constexpr int kSplitLaneMinRows = 128;
 constexpr int kShiftedSplitLaneMinShare = 24;
 
 template <typename scalar_t, int V>
-int split_lane_loads(int rows, int cols) {
-  if (!staged_warp_rows_pay<scalar_t, V>(rows, cols) || rows < kSplitLaneMinRows) return 0;
+int split_lane_loads(int rows, int cols, int max_rows) {
+  if (!staged_warp_rows_pay<scalar_t, V>(rows, cols, max_rows) || rows < kSplitLaneMinRows) return 0;
   const int64_t share = ceil_div(cols, kSplitLaneThreads);
   if (share <= 32) return cols % V != 0 && share > kShiftedSplitLaneMinShare ? 32 : 0;
   if (rows <= 256) return share <= 48 ? 48 : 64;
@@ -1357,13 +1367,13 @@ cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const
     return launch_lean_variant<scalar_t, V, U, kLoad, kPdl, false>(a, stream);
   }
   if constexpr (std::is_same_v<scalar_t, float>) {  // the split, staged and wide kernels: measured in fp32 only
-    switch (opt.split_lane_rows ? split_lane_loads<scalar_t, V>(a.rows, a.cols) : 0) {
+    switch (opt.split_lane_rows ? split_lane_loads<scalar_t, V>(a.rows, a.cols, opt.staged_max_rows) : 0) {
       case 32: return launch_split_lane_rows<32, kPdl>(a, stream);
       case 48: return launch_split_lane_rows<48, kPdl>(a, stream);
       case 64: return launch_split_lane_rows<64, kPdl>(a, stream);
       default: break;
     }
-    if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols))
+    if (opt.staged_warp_rows && staged_warp_rows_pay<scalar_t, V>(a.rows, a.cols, opt.staged_max_rows))
       return launch_staged_split_lane_rows<kPdl>(a, stream);
     if (opt.wide_warp_rows && wide_warp_rows_pay<V>(a.rows, a.cols))
       return launch_lean_variant<scalar_t, V, kWideWarpRowU, kLoad, kPdl, true, false, kWideWarpRowBlock,

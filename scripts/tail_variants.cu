@@ -488,9 +488,10 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.deep_block_rows = variant != 63;
   opt.warm_rows = variant != 81;
   opt.split_lane_16bit_rows = variant != 92;
+  if (variant == 93) opt.staged_max_rows = 1024;  // before session 21
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63: case 81: case 92:
+    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63: case 81: case 92: case 93:
       return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
     case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
     case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
@@ -548,7 +549,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // split_lane_rows_kernel staged (kStaged: the staged kernel's bulk copy, 128 threads adding; fp32 warp-per-row
 // plans; the library's fp32 staged rows since session 19, where 38 was); 86, 87 split_lane_rows_kernel on
 // 16-bit warp-per-row plans with 8 or 16 loads in flight (the library's choice in the deep kernel's domain
-// since session 21); 92 the library without it (the deep kernel there)). Variants tried and
+// since session 21); 92 the library without it (the deep kernel there); 93 the library with its fp32
+// staged and split-lane plans up to 1024 rows, as before session 21 (1536 since)). Variants tried and
 // removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
 // in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the

@@ -47,7 +47,7 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             71: "warm_rows_bulk", 72: "warm_rows_none", 73: "warm_bulk_2x", 74: "warm_bulk_ef_1x",
             75: "warm_bulk_ef_2x", 78: "warm_ahead_2x", 79: "warm_ahead_ef_2x", 80: "warm_ahead_1x",
             81: "library_unwarmed", 82: "two_rows_b4", 83: "two_rows_b3", 84: "four_rows_b2",
-            85: "staged_split_lanes", 86: "split_lanes16_u8", 87: "split_lanes16_u16", 92: "library_deep16"}
+            85: "staged_split_lanes", 86: "split_lanes16_u8", 87: "split_lanes16_u16", 92: "library_deep16", 93: "library_staged_1024"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
@@ -98,6 +98,9 @@ CASES += [((16, 7000), "float32"), ((7, 8188), "float32"), ((33, 4097), "float32
 # Cases 153-158 (session 21): fp32 warp-per-row rows past 1024 rows that the deep kernel takes.
 CASES += [((2048, 4096), "float32"), ((4096, 2048), "float32"), ((1536, 6000), "float32"), ((3000, 8000), "float32"),
           ((2048, 3000), "float32"), ((1025, 4096), "float32")]
+# Cases 159-163 (session 21): fp32 warp rows of 1025-1536 rows, which the staged and split-lane plans take since.
+CASES += [((1200, 5000), "float32"), ((1280, 8000), "float32"), ((1100, 2500), "float32"), ((1536, 3000), "float32"),
+          ((1300, 4097), "float32")]
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
