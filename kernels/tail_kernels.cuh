@@ -1221,7 +1221,11 @@ int split_lane_16bit_loads(int rows, int cols) {
 // of rows in flight up to 1536 (tail_variants run92, back to back: 1025 x 4096 6.02 against the
 // staged kernel's 5.38, 1536 x 6000 11.64 against 64 split-lane loads' 9.91), and from 2048 rows
 // it ties or wins (2048 x 4096 9.06 against 8.93 staged, 2048 x 3000 7.12 against 7.43, 4096 x
-// 4096 16.22 against 16.14, 3000 x 8000 22.55 against 22.48).
+// 4096 16.22 against 16.14, 3000 x 8000 22.55 against 22.48). The 1536-row limit, checked
+// (run93, back to back, 1024 / 1536): 1100 x 2500 5.44 / 4.39, 1200 x 5000 9.67 / 7.10, 1280 x
+// 8000 14.17 / 10.79, 1300 x 4097 8.38 / 7.33, 1536 x 3000 6.73 / 6.30; single calls mixed
+// (after a read flush in turn 1025 x 4096 0.67 faster, 1536 x 6000 0.26 slower; 1300 x 4097
+// 0.64 slower in a plain read-flush median).
 template <typename scalar_t, int V>
 bool staged_warp_rows_pay(int rows, int cols, int max_rows) {
   return rows <= max_rows && cols > kDeepWarpRowU * kWarp * V && staged_row_bytes<scalar_t, V>(cols) <= kStagedRowBytes;
