@@ -134,7 +134,9 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
 // Inductor's reads and of the fastest plain read, `read_512x16B`), write them to shared memory
 // in the row's order, and threads 0-127 then add their chains from there as
 // split_lane_staged_kernel does: the transpose through shared memory, with no copy engine and
-// no asynchronous copy. U: at least the row's vectors / kThreads.
+// no asynchronous copy. U: at least the row's vectors / kThreads. Its end repeats
+// split_lane_staged_kernel's lines: a shared helper changed that kernel's code (its cp.async
+// forms), whose timings are on record.
 template <int kThreads, int U, bool kShifted>
 __global__ void __launch_bounds__(kThreads) register_staged_kernel(LeanArgs<float> a) {
   static_assert(kThreads % kSplitLaneThreads == 0, "threads 0-127 add");
