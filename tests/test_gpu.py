@@ -74,15 +74,15 @@ def test_lean_path_shapes(dtype):
 # rows) and rows that start mid-vector (any column count that is not a multiple of the
 # vector), contiguous or with row strides padded by a whole number of vectors (both keep
 # each row's vectors aligned as in the reference's quotient); padding by 3 does not, and
-# takes the general kernels. Warp-per-row plans take five kernels: 128-1024 fp32 rows of more
+# takes the general kernels. Warp-per-row plans take five kernels: 128-1536 fp32 rows of more
 # than 4096 columns that start on a vector boundary the split-lane one, with 32 loads in flight
-# (512 x 8000), 48 (900 x 4100, 1024 x 5000, 128 x 6000, 320 x 6000) or 64 (1024 x 6144,
-# 200 x 8000), rows that start mid-vector by the same rule (48: 300 x 4097; 64: 256 x 8001)
-# or with 25-32 values per thread (32: 1000 x 4095); other fp32 rows of more than 2048
-# columns, up to 1024 rows, the split-lane one staged in shared memory (600 x 4100,
-# 700 x 4100, 1024 x 4096, 512 x 5000, 16 x 7000, 1024 x 2052, 7 x 8188, 64 x 2049,
-# 1024 x 2049, 128 x 3001, 512 x 5001); more than 4096 fp32 rows of 4+ vectors per lane the
-# wide one (8192 x 1024, 4097 x 2048, 5000 x 1500, 4100 x 1001, 4097 x 512); up to 4096 rows
+# (512 x 8000), 48 (900 x 4100, 1024 x 5000, 128 x 6000, 320 x 6000, 1200 x 5000) or 64
+# (1024 x 6144, 200 x 8000), rows that start mid-vector by the same rule (48: 300 x 4097,
+# 1300 x 4097; 64: 256 x 8001) or with 25-32 values per thread (32: 1000 x 4095); other fp32
+# rows of more than 2048 columns, up to 1536 rows, the split-lane one staged in shared memory
+# (600 x 4100, 700 x 4100, 1024 x 4096, 1025 x 4096, 512 x 5000, 16 x 7000, 1024 x 2052,
+# 7 x 8188, 64 x 2049, 1024 x 2049, 128 x 3001, 512 x 5001); more than 4096 fp32 rows of 4+
+# vectors per lane the wide one (8192 x 1024, 4097 x 2048, 5000 x 1500, 4100 x 1001, 4097 x 512); up to 4096 rows
 # of 4+ vectors per lane the deep one (4096 x 2048, 1025 x 4096, 64 x 2048), where 16-bit rows
 # take the split-lane one with 8 loads in flight (512 x 1024, 4096 x 2048, 64 x 2048) or, past
 # 2048 columns, 16 (1024 x 4096, 300 x 4097, 16 x 7000, 1000 x 4095); else two vectors per
@@ -96,7 +96,7 @@ WARP_AND_SHIFTED = [(16, 128), (17, 129), (100, 1023), (512, 1024), (2049, 1000)
                     (300, 10007), (64, 10240), (17, 8196), (64, 2049), (64, 2048), (5000, 1500), (4100, 1001),
                     (4097, 512), (4097, 511), (1024, 2052), (7, 8188), (512, 8000), (1024, 6144), (600, 4100),
                     (1024, 5000), (512, 5000), (700, 4100), (900, 4100), (200, 8000), (320, 6000), (33, 57345),
-                    (1024, 2049), (128, 3001), (512, 5001), (256, 8001)]
+                    (1024, 2049), (128, 3001), (512, 5001), (256, 8001), (1200, 5000), (1300, 4097)]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
