@@ -908,13 +908,14 @@ __device__ __forceinline__ void split_lane_store(float acc, int t, int lane, flo
   split_lane_store(one, t, lane, lane_leaves, a, r);
 }
 
-// kStaged (fp32): the row's whole vectors are first copied into shared memory (one bulk copy
+// kStaged: the row's whole vectors are first copied into shared memory (one bulk copy
 // on sm_90, the staged kernel's; before, each thread copies vectors t, t + 128, ...), and each
 // thread adds its elements from there: the staged kernel's copy with 128 threads adding
 // instead of 32 (U unused). Against staged_warp_rows_kernel (results/kernel_notes.md,
 // session 19), back to back 0.08-0.24 us faster at 512-1024 rows of 4096-5001 columns and
 // 0.17-0.22 at 16 x 7000 and 64 x 8000, within 0.05 at 1024 x 2049-3001 and 100-256 x 3000;
 // single calls after a read flush 0.06-0.22 faster at four of five shapes, a tie at 1024 x 3000.
+// The library stages fp32 rows only: 16-bit rows staged were slower than unstaged (run91).
 // kPackedMul: 16-bit quotients two per multiply (lean_add_vector's).
 template <int U, int kMinBlocks, bool kPdl, bool kShifted = false, bool kStaged = false, typename scalar_t = float,
           bool kPackedMul = false>
@@ -1049,7 +1050,7 @@ struct LeanOptions {
   bool five_vector_rows = true;     // fp32 block-per-row plans of five vectors per thread in one round
   bool deep_block_rows = true;      // 8 vectors in flight per thread on long 16-bit block-per-row plans
   bool wide_warp_rows = true;       // 8 vectors per lane on fp32 warp-per-row plans with many rows
-  bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1024 long aligned rows: split_lane_rows_kernel
+  bool split_lane_rows = true;      // fp32 warp-per-row plans of 128-1536 long rows: split_lane_rows_kernel
   bool split_lane_16bit_rows = true;  // 16-bit warp-per-row plans of the deep kernel's rows: split_lane_rows_kernel
   int staged_max_rows = kStagedMaxRows;  // the staged and split-lane fp32 plans' most rows
   bool warm_rows = true;            // fp32 rows of one chunk warm L2 behind another warmed launch
@@ -1205,7 +1206,7 @@ constexpr int kSplitLane16BitWideShare = 8;  // words a thread beyond which 16 l
 template <int V>
 int split_lane_16bit_loads(int rows, int cols) {
   if (!deep_warp_rows_pay<V>(rows, cols)) return 0;
-  const int64_t words_per_thread = ceil_div(int64_t(cols), int64_t(2) * kSplitLaneThreads);
+  const int64_t words_per_thread = ceil_div(int64_t(cols), int64_t(2) * kSplitLaneThreads);  // two elements a word
   return words_per_thread > kSplitLane16BitWideShare ? 16 : 8;
 }
 
