@@ -6,10 +6,11 @@ The paths: the tail's lean kernel with a 32 x 16 block per row (1024 x 8192, 102
 eight vectors in flight, 16-bit: 17 x 61448, 16 x 57345 and 16 x 40001 starting mid-vector)
 or a warp per row (two vectors per lane: 4100 x 300; deep: 2048 x 1024, 1024 x 2048, 129 x 1031
 starting mid-vector, where 16-bit rows take the split-lane kernel, 8 loads in flight, and with
-16 at 128 x 6000, 7 x 3710 and 33 x 4097 starting mid-vector; eight per lane over many rows, fp32: 4100 x 1001 starting mid-vector;
-each lane's four accumulators on four threads, 128-1024 rows on a vector boundary, 32, 48 or
-64 loads in flight: 512 x 6200, 900 x 4100 and 128 x 6000, 660 x 6000 and 200 x 8000, and
-starting mid-vector 1000 x 4095, 300 x 4097, 256 x 8001;
+16 at 128 x 6000, 7 x 3710 and 33 x 4097 starting mid-vector; eight per lane over many rows,
+fp32: 4100 x 1001 starting mid-vector; each lane's four accumulators on four threads,
+128-1536 rows on a vector boundary, 32, 48 or 64 loads in flight: 512 x 6200, 900 x 4100
+and 128 x 6000, 660 x 6000 and 200 x 8000, and starting mid-vector 1000 x 4095, 300 x 4097,
+256 x 8001;
 the same staged in shared memory, by one bulk copy on sm_90: 520 x 6000, 7 x 8188, 33 x 4097
 starting mid-vector), the general split-row kernel (misaligned or strided rows), several blocks
 per row plus the combine kernel (few long rows), one warp per row (strided rows), tiny rows

@@ -546,12 +546,12 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // prefetch, 79 marked evict-first; run56's 76 and 77, bulk warming of 264 or 132 rows only behind another
 // warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it; 82-84 multi_row_kernel,
 // the loop-free 16-bit rows of 8192 two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84); 85
-// split_lane_rows_kernel staged (kStaged: the staged kernel's bulk copy, 128 threads adding; fp32 warp-per-row
-// plans; the library's fp32 staged rows since session 19, where 38 was); 86, 87 split_lane_rows_kernel on
-// 16-bit warp-per-row plans with 8 or 16 loads in flight (the library's choice in the deep kernel's domain
-// since session 21); 92 the library without it (the deep kernel there); 93 the library with its fp32
-// staged and split-lane plans up to 1024 rows, as before session 21 (1536 since)). Variants tried and
-// removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
+// split_lane_rows_kernel staged (kStaged: the staged kernel's bulk copy, 128 threads adding; warp-per-row
+// plans of any type since session 21; the library's fp32 staged rows since session 19, where 38 was); 86, 87
+// split_lane_rows_kernel on 16-bit warp-per-row plans with 8 or 16 loads in flight (the library's choice in
+// the deep kernel's domain since session 21); 92 the library without it (the deep kernel there); 93 the
+// library with its fp32 staged and split-lane plans up to 1024 rows, as before session 21 (1536 since)).
+// Variants tried and removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
 // in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the
 // library's 8 in 256-thread blocks won); block rows with 4-8 vectors per thread in 2-3 blocks

@@ -47,7 +47,8 @@ VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pd
             71: "warm_rows_bulk", 72: "warm_rows_none", 73: "warm_bulk_2x", 74: "warm_bulk_ef_1x",
             75: "warm_bulk_ef_2x", 78: "warm_ahead_2x", 79: "warm_ahead_ef_2x", 80: "warm_ahead_1x",
             81: "library_unwarmed", 82: "two_rows_b4", 83: "two_rows_b3", 84: "four_rows_b2",
-            85: "staged_split_lanes", 86: "split_lanes16_u8", 87: "split_lanes16_u16", 92: "library_deep16", 93: "library_staged_1024"}
+            85: "staged_split_lanes", 86: "split_lanes16_u8", 87: "split_lanes16_u16", 92: "library_deep16",
+            93: "library_staged_1024"}
 GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}

@@ -84,9 +84,10 @@ def test_lean_path_shapes(dtype):
 # 7 x 8188, 64 x 2049, 1024 x 2049, 128 x 3001, 512 x 5001); more than 4096 fp32 rows of 4+
 # vectors per lane the wide one (8192 x 1024, 4097 x 2048, 5000 x 1500, 4100 x 1001,
 # 4097 x 512); up to 4096 rows of 4+ vectors per lane the deep one (4096 x 2048, 64 x 2048;
-# fp32 1025 x 4096 until the staged rows reached 1536), where 16-bit rows take the split-lane one with 8 loads in flight (512 x 1024, 4096 x 2048, 64 x 2048) or, past
-# 2048 columns, 16 (1024 x 4096, 300 x 4097, 16 x 7000, 1000 x 4095); else two vectors per
-# lane (4097 x 511, and 16-bit rows beyond the deep kernel's).
+# fp32 1025 x 4096 until the staged rows reached 1536), where 16-bit rows take the split-lane
+# one with 8 loads in flight (512 x 1024, 4096 x 2048, 64 x 2048) or, past 2048 columns, 16
+# (1024 x 4096, 300 x 4097, 16 x 7000, 1000 x 4095); else two vectors per lane (4097 x 511,
+# and 16-bit rows beyond the deep kernel's).
 # Block-per-row fp32 rows of five vectors per thread load them in one round (300 x 10007,
 # 64 x 10240, 17 x 8196); 16-bit block rows of eight vectors per thread or more keep eight
 # in flight (40 x 65535, 33 x 57345).

@@ -8,8 +8,8 @@
 // loads transposed within quads of threads; the split-lane kernel at fewer blocks per SM.
 // Session 20 added 8-byte loads holding two chains, one exchange between neighbouring threads
 // (`pair_u*`), and the staged row consumed piece by piece as its bulk copies land
-// (`piecewise*`). Every
-// case adds in the reference's order, so their outputs are compared bit for bit with the
+// (`piecewise*`); session 21 the row staged through registers (`regstage*`) and
+// KB14_OUT_PER_CALL. Every case adds in the reference's order, so their outputs are compared bit for bit with the
 // library's. Inductor's kernel (inexact here) joins the cases with KB14_TRITON_CUBIN and its
 // companions (inductor_cubin.py writes them). Exploratory, the record of
 // results/kernel_notes.md's session 19 figures.
@@ -41,7 +41,7 @@ namespace {
 
 cudaStream_t g_stream = nullptr;  // every launch's stream (a non-default one, so graphs can capture it)
 
-enum class Copy { kThreads, kBulkPieces };
+enum class Copy { kThreads, kBulkPieces, kRegisters };
 
 // Lane l's edges on a row that starts mid-vector, as split_lane_rows_kernel reads them: its
 // head element, added first, and its tail element, added last, both into the lane's
@@ -66,10 +66,14 @@ __device__ __forceinline__ LaneEdges lane_edges(const LeanRow<kLaneAccumulators,
 }
 
 // split_lane_rows_kernel's additions, fed from shared memory: the row's whole vectors are
-// copied in first, by every thread's 16-byte cp.async (kThreads) or by kPieces bulk copies
-// (kBulkPieces); then threads 0-127 each add elements t, t + 128, ... as the split-lane
-// kernel does from its registers, and combine the same way.
-template <int kThreads, Copy kCopy, int kPieces, bool kShifted>
+// copied in first, by every thread's 16-byte cp.async (kThreads), by kPieces bulk copies
+// (kBulkPieces), or through registers (kRegisters: thread t loads vectors t, t + kThreads,
+// ..., all kLoads in flight, the layout of Inductor's reads and of the fastest plain read,
+// `read_512x16B`, and writes them to shared memory in the row's order: the transpose with no
+// copy engine and no asynchronous copy; kLoads at least the row's vectors / kThreads); then
+// threads 0-127 each add elements t, t + 128, ... as the split-lane kernel does from its
+// registers, and combine the same way.
+template <int kThreads, Copy kCopy, int kPieces, bool kShifted, int kLoads = 1>
 __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<float> a) {
   static_assert(kThreads % kSplitLaneThreads == 0 && kPieces <= kThreads, "threads 0-127 add");
   extern __shared__ __align__(128) uint4 staged[];
@@ -83,6 +87,7 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
   const uint4* src = reinterpret_cast<const uint4*>(row);
   const int n = geo.nvec * kLaneAccumulators;
   const uint64_t policy = evict_first_policy();
+  uint4 buf[kCopy == Copy::kRegisters ? kLoads : 1];
   if constexpr (kCopy == Copy::kBulkPieces) {
     if (t == 0) {
       mbarrier_init(&landed, kPieces);
@@ -93,6 +98,10 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
   wait_for_prior_grids();
   if constexpr (kCopy == Copy::kThreads) {
     for (int k = t; k < geo.nvec; k += kThreads) copy_to_shared_async(staged + k, src + k, policy);
+  } else if constexpr (kCopy == Copy::kRegisters) {
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u)
+      if (t + u * kThreads < geo.nvec) lean_load_one<kLeanLoad>(buf[u], src + t + u * kThreads, policy);
   } else if (t < kPieces) {
     const int per = (geo.nvec + kPieces - 1) / kPieces;
     const int first = min(t * per, geo.nvec), last = min(first + per, geo.nvec);
@@ -106,6 +115,11 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
   if constexpr (kCopy == Copy::kThreads) {
     wait_for_own_copies();
     __syncthreads();
+  } else if constexpr (kCopy == Copy::kRegisters) {
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u)
+      if (t + u * kThreads < geo.nvec) staged[t + u * kThreads] = buf[u];
+    __syncthreads();
   } else {
     mbarrier_wait(&landed);
   }
@@ -117,57 +131,6 @@ __global__ void __launch_bounds__(kThreads) split_lane_staged_kernel(LeanArgs<fl
     acc = edges.last(acc);
     // split_lane_store's gather, written out here: its barrier wants every thread, and threads
     // past the first 128 (kThreads of 256 or 512) hold no chain.
-    float lane_acc[kLaneAccumulators];
-#pragma unroll
-    for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
-    if (t % kLaneAccumulators == 0) lane_leaves[lane] = lean_leaf(lane_acc);
-  }
-  __syncthreads();
-  if (t < kWarp) {
-    const float total = shuffle_tree(lane_leaves[t], kWarp);
-    if (t == 0) a.out[r * a.out_stride] = Arith<float>::store(total, a.scale);
-  }
-}
-
-// The row staged through registers: kThreads threads load its whole vectors with 16-byte
-// loads (thread t taking vectors t, t + kThreads, ..., all U in flight: the layout of
-// Inductor's reads and of the fastest plain read, `read_512x16B`), write them to shared memory
-// in the row's order, and threads 0-127 then add their chains from there as
-// split_lane_staged_kernel does: the transpose through shared memory, with no copy engine and
-// no asynchronous copy. U: at least the row's vectors / kThreads. Its end repeats
-// split_lane_staged_kernel's lines: a shared helper changed that kernel's code (its cp.async
-// forms), whose timings are on record.
-template <int kThreads, int U, bool kShifted>
-__global__ void __launch_bounds__(kThreads) register_staged_kernel(LeanArgs<float> a) {
-  static_assert(kThreads % kSplitLaneThreads == 0, "threads 0-127 add");
-  extern __shared__ __align__(128) uint4 staged[];
-  __shared__ float lane_leaves[kWarp];
-  const int t = threadIdx.x;
-  const int r = blockIdx.x;
-  const LeanRow<kLaneAccumulators, kShifted> geo(r, a.cols);
-  const float* row_start = a.y + r * a.row_stride;
-  const uint4* src = reinterpret_cast<const uint4*>(row_start + geo.base);
-  const int n = geo.nvec * kLaneAccumulators;
-  const uint64_t policy = evict_first_policy();
-  uint4 buf[U];
-  wait_for_prior_grids();
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-    if (t + u * kThreads < geo.nvec) lean_load_one<kLeanLoad>(buf[u], src + t + u * kThreads, policy);
-  const int lane = t / kLaneAccumulators;
-  const LaneEdges edges =
-      lane_edges(geo, kShifted && t < kSplitLaneThreads && t % kLaneAccumulators == 0, lane, row_start, a);
-  allow_dependent_launch();
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-    if (t + u * kThreads < geo.nvec) staged[t + u * kThreads] = buf[u];
-  __syncthreads();
-  if (t < kSplitLaneThreads) {
-    const float* f = reinterpret_cast<const float*>(staged);
-    float acc = edges.first;
-#pragma unroll 8
-    for (int k = t; k < n; k += kSplitLaneThreads) acc = acc + quotient_of_float<float>(f[k], a.inv);
-    acc = edges.last(acc);
     float lane_acc[kLaneAccumulators];
 #pragma unroll
     for (int i = 0; i < kLaneAccumulators; ++i) lane_acc[i] = i == 0 ? acc : __shfl_down_sync(0xffffffffu, acc, i);
@@ -377,15 +340,15 @@ void launch_split_lane_staged(const void* y, int rows, int cols, void* out) {
   else launch_row_staged(split_lane_staged_kernel<kThreads, kCopy, kPieces, false>, kThreads, a);
 }
 
-// register_staged_kernel with as few loads per thread as hold the row.
+// split_lane_staged_kernel staged through registers, with as few loads per thread as hold the row.
 template <int kThreads>
 void launch_register_staged(const void* y, int rows, int cols, void* out) {
   const LeanArgs<float> a = args_for(y, rows, cols, out);
   const int per_thread = (cols / 4 + kThreads - 1) / kThreads;
   const auto go = [&](auto u) {
     constexpr int U = decltype(u)::value;
-    if (cols % 4) launch_row_staged(register_staged_kernel<kThreads, U, true>, kThreads, a);
-    else launch_row_staged(register_staged_kernel<kThreads, U, false>, kThreads, a);
+    if (cols % 4) launch_row_staged(split_lane_staged_kernel<kThreads, Copy::kRegisters, 1, true, U>, kThreads, a);
+    else launch_row_staged(split_lane_staged_kernel<kThreads, Copy::kRegisters, 1, false, U>, kThreads, a);
   };
   if (per_thread <= 2) go(std::integral_constant<int, 2>{});
   else if (per_thread <= 4) go(std::integral_constant<int, 4>{});
@@ -607,12 +570,15 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&y, n * 4));
     CK(cudaMemcpy(y, host.data(), n * 4, cudaMemcpyHostToDevice));
   }
+  const bool graph = mode == "graph", b2b = mode == "b2b" || graph;
+  const int calls = b2b ? (std::getenv("KB14_CALLS") ? std::atoi(std::getenv("KB14_CALLS")) : 64) : 1;
   // KB14_OUT_PER_CALL=1: back to back, call i writes its own rows (as a framework's fresh
-  // output would) instead of every call rewriting the same ones.
+  // output would) instead of every call rewriting the same ones. The bits check writes case
+  // c's rows.
   const bool out_per_call = std::getenv("KB14_OUT_PER_CALL") != nullptr;
   void* out;
-  CK(cudaMalloc(&out, size_t(rows) * 4 * std::max(k, 256)));
-  const auto call_out = [&](int i) { return static_cast<float*>(out) + (out_per_call ? size_t(i % 256) * rows : 0); };
+  CK(cudaMalloc(&out, size_t(rows) * 4 * std::max(k, calls)));
+  const auto call_out = [&](int i) { return static_cast<float*>(out) + (out_per_call ? size_t(i) * rows : 0); };
 
   // Bits: every exact case against the library's output.
   std::vector<std::vector<float>> got(k, std::vector<float>(rows));
@@ -640,8 +606,6 @@ int main(int argc, char** argv) {
   }
 
   const microbench::ReadFlush flush;
-  const bool graph = mode == "graph", b2b = mode == "b2b" || graph;
-  const int calls = b2b ? (std::getenv("KB14_CALLS") ? std::atoi(std::getenv("KB14_CALLS")) : 64) : 1;
   // graph: each case's calls captured once and replayed (no host launches between them).
   std::vector<cudaGraphExec_t> graphs(k);
   if (graph) {
