@@ -15,8 +15,8 @@
 // KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked);
 // KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM;
 // KB14_CLUSTER=1 rows handed on within a cluster of 2-8 blocks (cluster_rows_kernel);
-// KB14_WARP_SPLIT=1 a row's logical warps spread over a cluster of 2-8 blocks
-// (warp_split_rows_kernel). The
+// KB14_WARP_SPLIT=1 a row's logical warps spread over 2-8 blocks, which meet in a cluster or
+// by tickets in global memory (warp_split_row). The
 // exact cases' bits are checked against the library's, every row.
 // The library's own choice for the plan (warmed and, fp32, unwarmed) is always a case; in fp32
 // so are the lean kernel alone and the read patterns.
@@ -333,29 +333,34 @@ void launch_cluster_rows(const void* y, int64_t stride, int rows, int cols, void
 }
 
 // Rows split by warps (KB14_WARP_SPLIT=1): no chain crosses a block. The reference's 16 logical
-// warps of a row go to a cluster of C blocks of 512 / C threads, block p holding logical warps
-// p, p + C, p + 2 C, ...: exactly the warps whose totals the reference's halving tree over the
-// warps (offsets 8, 4, 2, 1) meets before any other. So block p adds its warps' chains whole,
-// folds its own warps' totals through the tree's first levels (a halving tree over 16 / C
-// values) and hands one float to the cluster's first block, which ends the tree over the C
-// floats. Rows of whole vectors only (no head or tail).
-template <typename scalar_t, int V, int U, int C, bool kPacked, int kMinBlocks>
-__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(kLeanBlock / C, kMinBlocks)
-    warp_split_rows_kernel(LeanArgs<scalar_t> a) {
+// warps of a row go to C blocks of 512 / C threads, block p holding logical warps p, p + C,
+// p + 2 C, ...: exactly the warps whose totals the reference's halving tree over the warps
+// (offsets 8, 4, 2, 1) meets before any other. So block p adds its warps' chains whole, folds
+// its own warps' totals through the tree's first levels (a halving tree over 16 / C values)
+// and hands on one float; the tree over the C floats ends the row. kCluster: the C blocks form
+// a cluster and the floats meet in the first block's shared memory; else they go through
+// global memory, and the row's last block to take a ticket ends it (and resets the ticket).
+// Rows of whole vectors only (no head or tail).
+struct WarpSplitScratch {
+  float* part_totals = nullptr;  // rows * 8
+  unsigned* tickets = nullptr;   // rows, zero between launches
+} g_warp_split;
+
+template <typename scalar_t, int V, int U, int C, bool kPacked, int kMinBlocks, bool kCluster>
+__device__ __forceinline__ void warp_split_row(const LeanArgs<scalar_t>& a, const WarpSplitScratch& scratch) {
   static_assert(kOrder.lanes_before_warps, "the tree over warps ends the row (torch 2.10 and newer)");
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kWarps = kLeanWarps / C;
   __shared__ float warp_totals[kWarps];
   __shared__ float part_totals[C];
-  cg::cluster_group cluster = cg::this_cluster();
-  const int part = int(cluster.block_rank());
+  const int part = int(blockIdx.x) % C;  // the cluster rank where kCluster
   const int r = int(blockIdx.x) / C;
   const int lane = threadIdx.x % kWarp, local_warp = threadIdx.x / kWarp;
   const int t = (local_warp * C + part) * kWarp + lane;  // the logical thread
   const W* row = reinterpret_cast<const W*>(a.y + int64_t(r) * a.row_stride);
   const int nvec = a.cols / V;
   const uint64_t policy = evict_first_policy();
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  if constexpr (kCluster) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   W buf[U];
   lean_load<U, kLeanBlock, kLeanLoad>(buf, row, t, nvec, policy);
   const uint32_t inv_pair = lean_inv_pair<scalar_t, kPacked>(a.inv);
@@ -376,26 +381,56 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(kLeanBlock / C, kMin
   __syncthreads();
   float part_total = 0.0f;
   if (local_warp == 0) part_total = warp_tree(lane < kWarps ? warp_totals[lane] : 0.0f, kWarps);
-  // Every block of the cluster has started (its shared memory exists) once the first phase ends.
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-  if (threadIdx.x == 0) *cluster.map_shared_rank(&part_totals[part], 0) = part_total;
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-  if (part != 0) return;
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  if (local_warp == 0) {
-    const float total = warp_tree(lane < C ? part_totals[lane] : 0.0f, C);
-    if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
+  float total_in = 0.0f;
+  if constexpr (kCluster) {
+    // Every block of the cluster has started (its shared memory exists) once the first phase ends.
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    if (threadIdx.x == 0) *cg::this_cluster().map_shared_rank(&part_totals[part], 0) = part_total;
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    if (part != 0) return;
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (local_warp != 0) return;
+    total_in = lane < C ? part_totals[lane] : 0.0f;
+  } else {
+    if (local_warp != 0) return;
+    unsigned ticket = 0;
+    if (lane == 0) {
+      scratch.part_totals[r * C + part] = part_total;
+      __threadfence();
+      ticket = atomicAdd(&scratch.tickets[r], 1u);
+    }
+    if (__shfl_sync(0xffffffffu, ticket, 0) != C - 1) return;
+    __threadfence();
+    if (lane < C) total_in = *static_cast<volatile float*>(&scratch.part_totals[r * C + lane]);
+    if (lane == 0) scratch.tickets[r] = 0;
   }
+  const float total = warp_tree(total_in, C);
+  if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-template <typename scalar_t, int U, int C, int kMinBlocks>
+template <typename scalar_t, int V, int U, int C, bool kPacked, int kMinBlocks>
+__global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(kLeanBlock / C, kMinBlocks)
+    warp_split_cluster_kernel(LeanArgs<scalar_t> a) {
+  warp_split_row<scalar_t, V, U, C, kPacked, kMinBlocks, true>(a, {});
+}
+
+template <typename scalar_t, int V, int U, int C, bool kPacked, int kMinBlocks>
+__global__ void __launch_bounds__(kLeanBlock / C, kMinBlocks)
+    warp_split_ticket_kernel(LeanArgs<scalar_t> a, WarpSplitScratch scratch) {
+  warp_split_row<scalar_t, V, U, C, kPacked, kMinBlocks, false>(a, scratch);
+}
+
+template <typename scalar_t, int U, int C, int kMinBlocks, bool kCluster>
 void launch_warp_split(const void* y, int64_t stride, int rows, int cols, void* out) {
   constexpr int V = kInputVec<scalar_t>;
   if (cols % V != 0) std::exit(8);
   const LeanArgs<scalar_t> a = microbench::tail_args<scalar_t>(y, stride, rows, cols, out);
   CK(with_packed_mul(a, [&](auto packed) {
-    warp_split_rows_kernel<scalar_t, V, U, C, decltype(packed)::value, kMinBlocks>
-        <<<rows * C, kLeanBlock / C>>>(a);
+    constexpr bool kPacked = decltype(packed)::value;
+    if constexpr (kCluster)
+      warp_split_cluster_kernel<scalar_t, V, U, C, kPacked, kMinBlocks><<<rows * C, kLeanBlock / C>>>(a);
+    else
+      warp_split_ticket_kernel<scalar_t, V, U, C, kPacked, kMinBlocks><<<rows * C, kLeanBlock / C>>>(a, g_warp_split);
     return cudaGetLastError();
   }));
 }
@@ -549,17 +584,18 @@ int main(int argc, char** argv) {
   }
   if (std::getenv("KB14_WARP_SPLIT")) {  // exact: their bits are checked against the library's
     if (bf16) {
-      cases.push_back({"wsplit2_u8_4pb", launch_warp_split<__nv_bfloat16, 8, 2, 4>, Output::kExact});
-      cases.push_back({"wsplit4_u8_8pb", launch_warp_split<__nv_bfloat16, 8, 4, 8>, Output::kExact});
-      cases.push_back({"wsplit8_u8_16pb", launch_warp_split<__nv_bfloat16, 8, 8, 16>, Output::kExact});
-      cases.push_back({"wsplit4_u4_12pb", launch_warp_split<__nv_bfloat16, 4, 4, 12>, Output::kExact});
-      cases.push_back({"wsplit4_u2_16pb", launch_warp_split<__nv_bfloat16, 2, 4, 16>, Output::kExact});
+      cases.push_back({"wsplit2_u8_4pb", launch_warp_split<__nv_bfloat16, 8, 2, 4, true>, Output::kExact});
+      cases.push_back({"wsplit4_u8_8pb", launch_warp_split<__nv_bfloat16, 8, 4, 8, true>, Output::kExact});
+      cases.push_back({"ticket2_u8_4pb", launch_warp_split<__nv_bfloat16, 8, 2, 4, false>, Output::kExact});
+      cases.push_back({"ticket4_u8_8pb", launch_warp_split<__nv_bfloat16, 8, 4, 8, false>, Output::kExact});
+      cases.push_back({"ticket2_u4_6pb", launch_warp_split<__nv_bfloat16, 4, 2, 6, false>, Output::kExact});
+      cases.push_back({"ticket8_u8_16pb", launch_warp_split<__nv_bfloat16, 8, 8, 16, false>, Output::kExact});
     } else {
-      cases.push_back({"wsplit2_u4_8pb", launch_warp_split<float, 4, 2, 8>, Output::kExact});
-      cases.push_back({"wsplit4_u4_16pb", launch_warp_split<float, 4, 4, 16>, Output::kExact});
-      cases.push_back({"wsplit8_u4_32pb", launch_warp_split<float, 4, 8, 32>, Output::kExact});
-      cases.push_back({"wsplit4_u8_8pb", launch_warp_split<float, 8, 4, 8>, Output::kExact});
-      cases.push_back({"wsplit8_u2_32pb", launch_warp_split<float, 2, 8, 32>, Output::kExact});
+      cases.push_back({"wsplit2_u4_8pb", launch_warp_split<float, 4, 2, 8, true>, Output::kExact});
+      cases.push_back({"ticket2_u4_8pb", launch_warp_split<float, 4, 2, 8, false>, Output::kExact});
+      cases.push_back({"ticket4_u4_16pb", launch_warp_split<float, 4, 4, 16, false>, Output::kExact});
+      cases.push_back({"ticket2_u8_4pb", launch_warp_split<float, 8, 2, 4, false>, Output::kExact});
+      cases.push_back({"ticket4_u2_16pb", launch_warp_split<float, 2, 4, 16, false>, Output::kExact});
     }
   }
   if (std::getenv("KB14_HANDOFF")) {  // exact: their bits are checked against the library's
@@ -584,6 +620,9 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&g_handoff.acc, size_t(rows) * 8 * kLeanBlock * sizeof(float)));
   CK(cudaMalloc(&g_handoff.flags, size_t(rows) * sizeof(unsigned)));
   CK(cudaMemset(g_handoff.flags, 0, size_t(rows) * sizeof(unsigned)));
+  CK(cudaMalloc(&g_warp_split.part_totals, size_t(rows) * 8 * sizeof(float)));
+  CK(cudaMalloc(&g_warp_split.tickets, size_t(rows) * sizeof(unsigned)));
+  CK(cudaMemset(g_warp_split.tickets, 0, size_t(rows) * sizeof(unsigned)));
   CK(cudaMalloc(&g_handoff.tickets, 2 * sizeof(unsigned)));
   CK(cudaMemset(g_handoff.tickets, 0, 2 * sizeof(unsigned)));
   g_bytes = n * elem;
