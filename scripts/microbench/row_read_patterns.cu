@@ -13,7 +13,8 @@
 // flat array in any order (grid-stride, several grids and loads in flight), an empty kernel on
 // the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process.
 // KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked);
-// KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM;
+// KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM, and
+// with rolling loads (rolling_rows_kernel);
 // KB14_CLUSTER=1 rows handed on within a cluster of 2-8 blocks (cluster_rows_kernel);
 // KB14_WARP_SPLIT=1 a row's logical warps spread over 2-8 blocks, which meet in a cluster or
 // by tickets in global memory (warp_split_row). The
@@ -490,6 +491,50 @@ void launch_lean_long(const void* y, int64_t stride, int rows, int cols, void* o
   CK((launch_lean_variant<T, kInputVec<T>, U, kLeanLoad, true, false, false, kLeanBlock, kMinBlocks>(a, nullptr)));
 }
 
+// Long block rows with rolling loads (KB14_LONG_ROWS=1, `roll_*`): the lean kernel's additions
+// in its order, but each of a thread's U buffers is refilled with its next vector as soon as it
+// has been added, instead of all U once the round's last has been added; the thread keeps U
+// loads in flight without the gap at the end of each round. Rows of whole vectors only.
+template <typename scalar_t, int V, int U, bool kPacked, int kMinBlocks>
+__global__ void __launch_bounds__(kLeanBlock, kMinBlocks) rolling_rows_kernel(LeanArgs<scalar_t> a) {
+  using W = typename RawVec<sizeof(scalar_t) * V>::type;
+  __shared__ float smem[kLeanRowTreeFloats];
+  const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
+  const int r = blockIdx.x;
+  const W* row = reinterpret_cast<const W*>(a.y + int64_t(r) * a.row_stride);
+  const int nvec = a.cols / V;
+  const uint64_t policy = evict_first_policy();
+  W buf[U];
+  lean_load<U, kLeanBlock, kLeanLoad>(buf, row, t, nvec, policy);
+  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPacked>(a.inv);
+  float acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+#pragma unroll 1
+  for (int k = t; k < nvec; k += U * kLeanBlock) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int idx = k + u * kLeanBlock;
+      if (idx < nvec) {
+        lean_add_vector<scalar_t, V, kPacked>(acc, buf[u], a.inv, inv_pair);
+        if (idx + U * kLeanBlock < nvec) lean_load_one<kLeanLoad>(buf[u], row + idx + U * kLeanBlock, policy);
+      }
+    }
+  }
+  lean_block_row_store(lean_leaf(acc), smem, lane, warp, a, r);
+}
+
+template <typename T, int U, int kMinBlocks>
+void launch_rolling(const void* y, int64_t stride, int rows, int cols, void* out) {
+  constexpr int V = kInputVec<T>;
+  if (cols % V != 0) std::exit(9);
+  const LeanArgs<T> a = microbench::tail_args<T>(y, stride, rows, cols, out);
+  CK(with_packed_mul(a, [&](auto packed) {
+    rolling_rows_kernel<T, V, U, decltype(packed)::value, kMinBlocks><<<rows, kLeanBlock>>>(a);
+    return cudaGetLastError();
+  }));
+}
+
 // Inductor's kernel (KB14_TRITON_CUBIN), one row per 512-thread block.
 microbench::InductorTail g_inductor;
 
@@ -566,11 +611,17 @@ int main(int argc, char** argv) {
       cases.push_back({"long_u4_3pb", launch_lean_long<__nv_bfloat16, 4, 3>, Output::kExact});
       cases.push_back({"long_u8_2pb", launch_lean_long<__nv_bfloat16, 8, 2>, Output::kExact});
       cases.push_back({"long_u16_1pb", launch_lean_long<__nv_bfloat16, 16, 1>, Output::kExact});
+      cases.push_back({"roll_u8_2pb", launch_rolling<__nv_bfloat16, 8, 2>, Output::kExact});
+      cases.push_back({"roll_u4_3pb", launch_rolling<__nv_bfloat16, 4, 3>, Output::kExact});
+      cases.push_back({"roll_u2_4pb", launch_rolling<__nv_bfloat16, 2, 4>, Output::kExact});
     } else {
       cases.push_back({"long_u2_4pb", launch_lean_long<float, 2, 4>, Output::kExact});
       cases.push_back({"long_u4_4pb", launch_lean_long<float, 4, 4>, Output::kExact});
       cases.push_back({"long_u8_2pb", launch_lean_long<float, 8, 2>, Output::kExact});
       cases.push_back({"long_u16_1pb", launch_lean_long<float, 16, 1>, Output::kExact});
+      cases.push_back({"roll_u4_3pb", launch_rolling<float, 4, 3>, Output::kExact});
+      cases.push_back({"roll_u8_2pb", launch_rolling<float, 8, 2>, Output::kExact});
+      cases.push_back({"roll_u2_4pb", launch_rolling<float, 2, 4>, Output::kExact});
     }
   }
   if (std::getenv("KB14_CLUSTER")) {  // exact: their bits are checked against the library's
