@@ -156,15 +156,21 @@ def test_key_follows_sources_and_headers(tmp_path, monkeypatch, module, edited):
     assert spec.key() != key
 
 
-def test_cuda_key_follows_arch_torch_order_and_verbosity(monkeypatch):
+def test_cuda_key_follows_arch_torch_order_split_parts_and_verbosity(monkeypatch):
     monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")
     spec = jit.JitSpec.for_this_machine("tail_cuda")
-    assert "-DKB14_TORCH_VERSION=%d" % jit.torch_order() in spec.cuda_cflags
+    spec_order = jit.torch_order()
+    assert "-DKB14_TORCH_VERSION=%d" % spec_order in spec.cuda_cflags
     assert "-gencode=arch=compute_90,code=sm_90" in spec.cuda_cflags
     monkeypatch.setattr(jit, "_cuda_arch", lambda: "100")
     assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
     monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")
     monkeypatch.setattr(jit, "torch_order", lambda: 209)
+    assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
+    monkeypatch.setattr(jit, "torch_order", lambda: spec_order)
+    # The generated code depends on the number of parts nvcc splits the device code into.
+    assert f"--split-compile={jit.NVCC_SPLIT}" in spec.cuda_cflags
+    monkeypatch.setattr(jit, "NVCC_SPLIT", jit.NVCC_SPLIT * 2)
     assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
     monkeypatch.undo()
     monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")
