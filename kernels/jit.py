@@ -180,6 +180,13 @@ HOST_FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-f
 NVCC_SPLIT = 8
 
 
+def nvcc_split_parts() -> int:
+    """NVCC_SPLIT where nvcc takes --split-compile (CUDA 12.2 and newer, judged by the CUDA
+    release torch was built for, which load_inline's nvcc must match), else 1."""
+    release = tuple(int(part) for part in (torch.version.cuda or "0.0").split(".")[:2])
+    return NVCC_SPLIT if release >= (12, 2) else 1
+
+
 def nvcc_flags(arch: str, torch_version: int | None = None) -> list[str]:
     """nvcc's flags for a module's CUDA unit on GPU architecture `arch` ("90" for sm_90).
 
@@ -187,12 +194,13 @@ def nvcc_flags(arch: str, torch_version: int | None = None) -> list[str]:
     default: the installed one); the architecture is given as an -gencode flag (torch
     then adds none of its own); programmatic launches exist from sm_90, and only the
     kernels of the launch kind this architecture takes are compiled. The device code is
-    optimised in NVCC_SPLIT parts at once (--split-compile): a fixed count, as the
+    optimised in nvcc_split_parts() parts at once (--split-compile): a fixed count, as the
     code nvcc generates depends on it, not on the machine's cores."""
     version = torch_order() if torch_version is None else torch_version
+    parts = nvcc_split_parts()
     return ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={version}",
             f"-DKB14_PROGRAMMATIC_LAUNCH={int(int(arch) >= 90)}", f"-gencode=arch=compute_{arch},code=sm_{arch}",
-            f"--split-compile={NVCC_SPLIT}"]
+            *([f"--split-compile={parts}"] if parts > 1 else [])]
 
 
 def torch_cxx_standard() -> str:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from kernels import jit
 
@@ -168,10 +169,15 @@ def test_cuda_key_follows_arch_torch_order_split_parts_and_verbosity(monkeypatch
     monkeypatch.setattr(jit, "torch_order", lambda: 209)
     assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
     monkeypatch.setattr(jit, "torch_order", lambda: spec_order)
-    # The generated code depends on the number of parts nvcc splits the device code into.
-    assert f"--split-compile={jit.NVCC_SPLIT}" in spec.cuda_cflags
+    # The generated code depends on the number of parts nvcc splits the device code into;
+    # nvcc before CUDA 12.2 has no --split-compile.
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    split = jit.JitSpec.for_this_machine("tail_cuda")
+    assert f"--split-compile={jit.NVCC_SPLIT}" in split.cuda_cflags
     monkeypatch.setattr(jit, "NVCC_SPLIT", jit.NVCC_SPLIT * 2)
-    assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
+    assert jit.JitSpec.for_this_machine("tail_cuda").key() != split.key()
+    monkeypatch.setattr(torch.version, "cuda", "12.1")
+    assert not any(flag.startswith("--split-compile") for flag in jit.JitSpec.for_this_machine("tail_cuda").cuda_cflags)
     monkeypatch.undo()
     monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")
     monkeypatch.setenv("KB14_VERBOSE", "1")
