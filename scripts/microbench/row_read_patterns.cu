@@ -333,6 +333,45 @@ void launch_cluster_rows(const void* y, int64_t stride, int rows, int cols, void
   }));
 }
 
+// A logical thread's leaf on a block row of whole vectors (the lean kernel's additions without
+// edges): vectors t, t + 512, ... added in order into its V accumulators, U loads in flight.
+// kRolling: each buffer is refilled as soon as its vector has been added, instead of all U once
+// the round's last has been (rolling_rows_kernel).
+template <typename scalar_t, int V, int U, bool kPacked, bool kRolling, typename W>
+__device__ __forceinline__ float block_row_leaf(const LeanArgs<scalar_t>& a, const W* row, int t, int nvec,
+                                                uint64_t policy) {
+  W buf[U];
+  lean_load<U, kLeanBlock, kLeanLoad>(buf, row, t, nvec, policy);
+  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPacked>(a.inv);
+  float acc[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+  if constexpr (kRolling) {
+#pragma unroll 1
+    for (int k = t; k < nvec; k += U * kLeanBlock) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int idx = k + u * kLeanBlock;
+        if (idx < nvec) {
+          lean_add_vector<scalar_t, V, kPacked>(acc, buf[u], a.inv, inv_pair);
+          if (idx + U * kLeanBlock < nvec) lean_load_one<kLeanLoad>(buf[u], row + idx + U * kLeanBlock, policy);
+        }
+      }
+    }
+  } else {
+#pragma unroll 1
+    for (int k = t;;) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (k + u * kLeanBlock < nvec) lean_add_vector<scalar_t, V, kPacked>(acc, buf[u], a.inv, inv_pair);
+      k += U * kLeanBlock;
+      if (k >= nvec) break;
+      lean_load<U, kLeanBlock, kLeanLoad>(buf, row, k, nvec, policy);
+    }
+  }
+  return lean_leaf(acc);
+}
+
 // Rows split by warps (KB14_WARP_SPLIT=1): no chain crosses a block. The reference's 16 logical
 // warps of a row go to C blocks of 512 / C threads, block p holding logical warps p, p + C,
 // p + 2 C, ...: exactly the warps whose totals the reference's halving tree over the warps
@@ -362,22 +401,7 @@ __device__ __forceinline__ void warp_split_row(const LeanArgs<scalar_t>& a, cons
   const int nvec = a.cols / V;
   const uint64_t policy = evict_first_policy();
   if constexpr (kCluster) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  W buf[U];
-  lean_load<U, kLeanBlock, kLeanLoad>(buf, row, t, nvec, policy);
-  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPacked>(a.inv);
-  float acc[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-#pragma unroll 1
-  for (int k = t;;) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (k + u * kLeanBlock < nvec) lean_add_vector<scalar_t, V, kPacked>(acc, buf[u], a.inv, inv_pair);
-    k += U * kLeanBlock;
-    if (k >= nvec) break;
-    lean_load<U, kLeanBlock, kLeanLoad>(buf, row, k, nvec, policy);
-  }
-  const float w = shuffle_tree(lean_leaf(acc), kWarp);
+  const float w = shuffle_tree(block_row_leaf<scalar_t, V, U, kPacked, false>(a, row, t, nvec, policy), kWarp);
   if (lane == 0) warp_totals[local_warp] = w;
   __syncthreads();
   float part_total = 0.0f;
@@ -491,10 +515,9 @@ void launch_lean_long(const void* y, int64_t stride, int rows, int cols, void* o
   CK((launch_lean_variant<T, kInputVec<T>, U, kLeanLoad, true, false, false, kLeanBlock, kMinBlocks>(a, nullptr)));
 }
 
-// Long block rows with rolling loads (KB14_LONG_ROWS=1, `roll_*`): the lean kernel's additions
-// in its order, but each of a thread's U buffers is refilled with its next vector as soon as it
-// has been added, instead of all U once the round's last has been added; the thread keeps U
-// loads in flight without the gap at the end of each round. Rows of whole vectors only.
+// Long block rows with rolling loads (KB14_LONG_ROWS=1, `roll_*`): the lean kernel's block rows,
+// each thread keeping U loads in flight without the gap at the end of a round (block_row_leaf's
+// kRolling). Rows of whole vectors only.
 template <typename scalar_t, int V, int U, bool kPacked, int kMinBlocks>
 __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) rolling_rows_kernel(LeanArgs<scalar_t> a) {
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
@@ -502,26 +525,8 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) rolling_rows_kernel(Le
   const int t = threadIdx.x, lane = t % kWarp, warp = t / kWarp;
   const int r = blockIdx.x;
   const W* row = reinterpret_cast<const W*>(a.y + int64_t(r) * a.row_stride);
-  const int nvec = a.cols / V;
-  const uint64_t policy = evict_first_policy();
-  W buf[U];
-  lean_load<U, kLeanBlock, kLeanLoad>(buf, row, t, nvec, policy);
-  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPacked>(a.inv);
-  float acc[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-#pragma unroll 1
-  for (int k = t; k < nvec; k += U * kLeanBlock) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int idx = k + u * kLeanBlock;
-      if (idx < nvec) {
-        lean_add_vector<scalar_t, V, kPacked>(acc, buf[u], a.inv, inv_pair);
-        if (idx + U * kLeanBlock < nvec) lean_load_one<kLeanLoad>(buf[u], row + idx + U * kLeanBlock, policy);
-      }
-    }
-  }
-  lean_block_row_store(lean_leaf(acc), smem, lane, warp, a, r);
+  const float leaf = block_row_leaf<scalar_t, V, U, kPacked, true>(a, row, t, a.cols / V, evict_first_policy());
+  lean_block_row_store(leaf, smem, lane, warp, a, r);
 }
 
 template <typename T, int U, int kMinBlocks>
