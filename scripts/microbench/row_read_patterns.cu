@@ -11,7 +11,9 @@
 //   ./row_read_patterns fp32|bf16 ROWS COLS ncu       # three launches of each, for ncu's cache control
 // KB14_FREE_READS=1: instead of the fp32 row patterns, the floor: the same bytes read as one
 // flat array in any order (grid-stride, several grids and loads in flight), an empty kernel on
-// the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process.
+// the rows' grid, and the read ceiling (a 2 GiB flat read) in the same process; with
+// KB14_PREDICATED=1 also one-wave grids whose every round issues all its loads at once, and empty
+// kernels of one and four blocks per SM.
 // KB14_HANDOFF=1 adds rows handed on between 2-16 blocks (handoff_rows_kernel; exact, checked);
 // KB14_LONG_ROWS=1 the library's lean kernel at other loads in flight and blocks per SM, and
 // with rolling loads (rolling_rows_kernel);
@@ -150,19 +152,44 @@ void launch_scalar(const void* y, int64_t stride, int rows, int cols, void* out)
 float* g_block_sums = nullptr;  // the free reads' per-block partials (kMaxFreeBlocks)
 constexpr int kMaxFreeBlocks = 1 << 16;
 
-template <int kThreads, int U>
-__global__ void __launch_bounds__(kThreads) flat_read(const uint4* p, int64_t n, float* out) {
+// kPredicated: every round issues its U loads at once, those past n reading the last word again
+// (an unconditional load, so that the compiler issues all U before the first addition; with a
+// skipped load it interleaved loads and additions) and adding nothing. Without
+// it a thread past the last whole round reads its remaining words one at a time, a memory
+// latency each: on the fixed grids (kBlocksPerSm > 0) whose U does not divide a thread's
+// share, that is most of the read (1024 x 8192 fp32 on 4 x 132 blocks of 512, U 8: 7.76 words
+// a thread, no whole round for three in four threads). Session 20's fixed grids were of that kind.
+// kMinBlocks: the blocks per SM the grid keeps resident; without it ptxas held these kernels at
+// 32 registers and so at most 4 of a round's 16-byte loads in flight, whatever U (the
+// predicated kernels ask for it).
+template <int kThreads, int U, bool kPredicated = false, int kMinBlocks = 0>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) flat_read(const uint4* p, int64_t n, float* out) {
   __shared__ float warp_sums[kThreads / 32];
   const uint64_t pol = evict_first_policy();
   const int64_t s = int64_t(gridDim.x) * kThreads;
   int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   float acc = 0.0f;
-  for (; i + (U - 1) * s < n; i += U * s) {
+  for (; kPredicated ? i < n : i + (U - 1) * s < n; i += U * s) {
     uint4 b[U];
+    if constexpr (kPredicated) {  // 32-bit offsets from the thread's first word, as the library's loads
+      const uint4* q = p + i;
+      const int last = static_cast<int>((n - 1 - i < int64_t(U) * s ? n - 1 - i : int64_t(U) * s));
 #pragma unroll
-    for (int u = 0; u < U; ++u) lean_load_one<kLeanLoad>(b[u], p + i + u * s, pol);
+      for (int u = 0; u < U; ++u) lean_load_one<kLeanLoad>(b[u], q + min(u * static_cast<int>(s), last), pol);
+    } else {
 #pragma unroll
-    for (int u = 0; u < U; ++u) acc += words_sum(b[u]);
+      for (int u = 0; u < U; ++u) lean_load_one<kLeanLoad>(b[u], p + i + u * s, pol);
+    }
+    if constexpr (kPredicated) {  // a sum per load: one chain through all U let ptxas interleave loads and adds
+      float part[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) part[u] = i + u * s < n ? words_sum(b[u]) : 0.0f;
+#pragma unroll
+      for (int u = 0; u < U; ++u) acc += part[u];
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u) acc += words_sum(b[u]);
+    }
   }
   for (; i < n; i += s) acc += words_sum(p[i]);
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
@@ -181,7 +208,7 @@ size_t g_bytes = 0;  // the matrix's bytes (set in main)
 
 // A flat read of `bytes` at y: kBlocksPerSm blocks of kThreads per SM, or (0) as many blocks
 // as give every thread exactly U words.
-template <int kThreads, int U, int kBlocksPerSm>
+template <int kThreads, int U, int kBlocksPerSm, bool kPredicated = false>
 void flat_read_bytes(const void* y, size_t bytes) {
   DeviceShape prop;
   CK(query_device_shape(0, &prop));  // cached after the first call
@@ -190,16 +217,25 @@ void flat_read_bytes(const void* y, size_t bytes) {
   const int64_t blocks =
       kBlocksPerSm > 0 ? int64_t(kBlocksPerSm) * prop.multiprocessors : (n + per_block - 1) / per_block;
   if (blocks > kMaxFreeBlocks) std::exit(5);
-  flat_read<kThreads, U><<<unsigned(blocks), kThreads>>>(static_cast<const uint4*>(y), n, g_block_sums);
+  flat_read<kThreads, U, kPredicated, kPredicated ? kBlocksPerSm : 0><<<unsigned(blocks), kThreads>>>(static_cast<const uint4*>(y), n, g_block_sums);
 }
 
 // The same as a case: the matrix's bytes.
-template <int kThreads, int U, int kBlocksPerSm>
+template <int kThreads, int U, int kBlocksPerSm, bool kPredicated = false>
 void launch_flat(const void* y, int64_t, int, int, void*) {
-  flat_read_bytes<kThreads, U, kBlocksPerSm>(y, g_bytes);
+  flat_read_bytes<kThreads, U, kBlocksPerSm, kPredicated>(y, g_bytes);
 }
 
 void launch_empty(const void*, int64_t, int rows, int, void*) { empty_kernel<<<rows, 512>>>(); }
+
+// An empty kernel of kBlocksPerSm blocks of 512 per SM: what of the empty row grid's cost is
+// its number of blocks.
+template <int kBlocksPerSm>
+void launch_empty_per_sm(const void*, int64_t, int, int, void*) {
+  DeviceShape prop;
+  CK(query_device_shape(0, &prop));
+  empty_kernel<<<kBlocksPerSm * prop.multiprocessors, 512>>>();
+}
 
 // Rows handed on (KB14_HANDOFF=1): the reference's long block rows split into kPieces blocks
 // per row. Logical thread t of a row adds its vectors t, t + 512, ... (S * kPieces of them) in
@@ -607,6 +643,16 @@ int main(int argc, char** argv) {
     cases.push_back({"flat1024_u4_exact", launch_flat<1024, 4, 0>, Output::kNone});
     cases.push_back({"flat1024_u8_sm2", launch_flat<1024, 8, 2>, Output::kNone});
     cases.push_back({"flat128_u8_sm16", launch_flat<128, 8, 16>, Output::kNone});
+    if (std::getenv("KB14_PREDICATED")) {  // one-wave grids, every round's loads at once
+      cases.push_back({"empty_1_per_sm", launch_empty_per_sm<1>, Output::kNone});
+      cases.push_back({"empty_4_per_sm", launch_empty_per_sm<4>, Output::kNone});
+      cases.push_back({"pflat512_u4_sm4", launch_flat<512, 4, 4, true>, Output::kNone});
+      cases.push_back({"pflat512_u8_sm2", launch_flat<512, 8, 2, true>, Output::kNone});
+      cases.push_back({"pflat1024_u8_sm1", launch_flat<1024, 8, 1, true>, Output::kNone});
+      cases.push_back({"pflat256_u16_sm2", launch_flat<256, 16, 2, true>, Output::kNone});
+      cases.push_back({"pflat512_u2_sm4", launch_flat<512, 2, 4, true>, Output::kNone});
+      cases.push_back({"pflat512_u4_sm3", launch_flat<512, 4, 3, true>, Output::kNone});
+    }
     if (!bf16) cases.push_back({"b16x4_nc", launch_pattern<16, 4, LeanLoad::kStreamingNc>});
   }
 
