@@ -362,11 +362,17 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   }
   if (variant == 10 || variant == 13) {
     const int64_t n16 = rows * cols * int64_t(sizeof(T)) / 16;
-    const unsigned grid = grid_cap > 0 ? grid_cap : 8 * prop.multiprocessors;
+    // By default every thread gets one whole round of 4 words. On a fixed grid whose round does
+    // not divide a thread's share, the loop's remainder reads one word at a time, a memory latency
+    // each: 8 blocks per SM with 8 loads (the default before session 23) left every thread of
+    // 1024 x 8192 fp32 (3.9 words each) no whole round, 10.75 us in ncu against 9.89 for
+    // Inductor's kernel (results/kernel_notes.md, session 23).
+    constexpr int kRound = 4 * kLeanBlock;
+    const unsigned grid = grid_cap > 0 ? grid_cap : static_cast<unsigned>((n16 + kRound - 1) / kRound);
     const auto* y16 = static_cast<const uint4*>(y);
     auto* sink = static_cast<float*>(partials);
     if (variant == 10) {
-      unordered_read_kernel<8, false><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
+      unordered_read_kernel<4, false><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
     } else {
       unordered_read_kernel<4, true><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
     }
@@ -509,7 +515,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // programmatic launch; 6 the library's dispatch (lean where it applies, else general),
 // for any shape; 9 an empty kernel on the lean grid; 10 and 13 unordered reads of y
 // (any order of additions: what reading the bytes costs, not a tail) over grid_cap
-// blocks (default 8 per SM), 8 plain loads or 4 evict-first loads in flight; 14 the
+// blocks (default: one round of 4 loads per thread), plain or evict-first loads; 14 the
 // lean order with each row fetched by the bulk-copy engine (fp32 rows of 8192 only);
 // 20-24 the lean kernel, programmatic launch, with each LeanLoad (cached, streaming
 // read-only, evict-first in L1 and L2, streaming, .cs); 25 the library's lean kernel

@@ -287,7 +287,7 @@ def main() -> int:
     parser.add_argument("--cases", type=int, nargs="*", help="indices into CASES (default: all)")
     parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
     parser.add_argument("--grid-caps", type=int, nargs="*", default=[0],
-                        help="grid sizes for the unordered reads (0: 8 blocks per SM)")
+                        help="grid sizes for the unordered reads (0: one round of 4 loads per thread)")
     parser.add_argument("--interleaved", type=int, metavar="ROUNDS",
                         help="instead: single-call times of the variants and Inductor taken in turn, ROUNDS rounds, "
                              "after a read flush and under KernelBench's timing, with each one's median difference "

@@ -337,6 +337,8 @@ def main() -> int:
     parser.add_argument("--no-ncu", action="store_true")
     parser.add_argument("--extras-only", action="store_true",
                         help="redo only the column-sum and host-time parts, into the existing JSON in --out")
+    parser.add_argument("--ncu-only", action="store_true",
+                        help="redo only the Nsight Compute part, into the existing JSON in --out")
     args = parser.parse_args()
     if args.ncu_target:
         ncu_target()
@@ -348,6 +350,13 @@ def main() -> int:
     l2 = timing.l2_cache_bytes(dev)
     torch._dynamo.config.cache_size_limit = 64
     out = Path(args.out)
+    if args.ncu_only:
+        result = json.loads((out / "vs_inductor.json").read_text())
+        result["ncu_commit"] = machine.git_info()["commit"]
+        result["ncu"] = run_ncu()
+        write_outputs(out, result)
+        print(markdown(result)[-1500:])
+        return 0
     if args.extras_only:
         result = json.loads((out / "vs_inductor.json").read_text())
         result["extras_commit"] = machine.git_info()["commit"]
