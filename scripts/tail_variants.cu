@@ -367,14 +367,14 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     // each: 8 blocks per SM with 8 loads (the default before session 23) left every thread of
     // 1024 x 8192 fp32 (3.9 words each) no whole round, 10.75 us in ncu against 9.89 for
     // Inductor's kernel (results/kernel_notes.md, session 23).
-    constexpr int kRound = 4 * kLeanBlock;
+    constexpr int kLoads = 4, kRound = kLoads * kLeanBlock;
     const unsigned grid = grid_cap > 0 ? grid_cap : static_cast<unsigned>((n16 + kRound - 1) / kRound);
     const auto* y16 = static_cast<const uint4*>(y);
     auto* sink = static_cast<float*>(partials);
     if (variant == 10) {
-      unordered_read_kernel<4, false><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
+      unordered_read_kernel<kLoads, false><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
     } else {
-      unordered_read_kernel<4, true><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
+      unordered_read_kernel<kLoads, true><<<grid, kLeanBlock, 0, stream>>>(y16, n16, sink);
     }
     return cudaGetLastError();
   }

@@ -153,8 +153,8 @@ float* g_block_sums = nullptr;  // the free reads' per-block partials (kMaxFreeB
 constexpr int kMaxFreeBlocks = 1 << 16;
 
 // kPredicated: every round issues its U loads at once, those past n reading the last word again
-// (an unconditional load, so that the compiler issues all U before the first addition; with a
-// skipped load it interleaved loads and additions) and adding nothing. Without
+// and adding nothing (a load for every u: one skipped by a branch let the compiler interleave
+// loads and additions). Without
 // it a thread past the last whole round reads its remaining words one at a time, a memory
 // latency each: on the fixed grids (kBlocksPerSm > 0) whose U does not divide a thread's
 // share, that is most of the read (1024 x 8192 fp32 on 4 x 132 blocks of 512, U 8: 7.76 words
@@ -171,25 +171,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) flat_read(const uint4* p
   float acc = 0.0f;
   for (; kPredicated ? i < n : i + (U - 1) * s < n; i += U * s) {
     uint4 b[U];
-    if constexpr (kPredicated) {  // 32-bit offsets from the thread's first word, as the library's loads
-      const uint4* q = p + i;
-      const int last = static_cast<int>((n - 1 - i < int64_t(U) * s ? n - 1 - i : int64_t(U) * s));
 #pragma unroll
-      for (int u = 0; u < U; ++u) lean_load_one<kLeanLoad>(b[u], q + min(u * static_cast<int>(s), last), pol);
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u) lean_load_one<kLeanLoad>(b[u], p + i + u * s, pol);
+    for (int u = 0; u < U; ++u) {
+      const int64_t j = i + u * s;
+      lean_load_one<kLeanLoad>(b[u], p + (kPredicated && j >= n ? n - 1 : j), pol);
     }
-    if constexpr (kPredicated) {  // a sum per load: one chain through all U let ptxas interleave loads and adds
-      float part[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) part[u] = i + u * s < n ? words_sum(b[u]) : 0.0f;
-#pragma unroll
-      for (int u = 0; u < U; ++u) acc += part[u];
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u) acc += words_sum(b[u]);
-    }
+    for (int u = 0; u < U; ++u)
+      if (!kPredicated || i + u * s < n) acc += words_sum(b[u]);
   }
   for (; i < n; i += s) acc += words_sum(p[i]);
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
