@@ -26,9 +26,11 @@ under four methods and three of them again taken in turn, all in one process:
   distribution-free 95% interval (timing.median_interval), each pass's median, and a
   verdict (behind or ahead where the interval excludes 0).
 
-With Nsight Compute on the PATH it also profiles 1024 x 8192 fp32 (ours, Inductor's,
-an empty kernel and an unordered read of the same bytes on the same machine: what any
-kernel pays) and stores the durations under "ncu". "host_us" holds the host time per
+"peers" times every reader of the same bytes that a floor claim must beat, one call each
+after a read flush, in turn (PEER_POINTS): ours, ours unwarmed, Inductor's tail, ATen's row
+sum, cuBLAS's product with ones, an order-free read and an empty kernel. With Nsight Compute
+on the PATH it also profiles 1024 x 8192 fp32 (the same readers but the unwarmed plan) and
+stores the durations under "ncu". "host_us" holds the host time per
 call of back-to-back calls on tiny inputs (rounds of 2000 calls of each function in turn;
 the median round).
 
@@ -72,12 +74,18 @@ def ours(y):
     return kernels.div_sum_scale(y, 2, 1.5)
 
 
-def compiled_tail():
+def compiled_tail(**options):
     """Inductor's compiled eager tail under a code object of its own: Dynamo keeps compiled
     entries per code object and checks their guards in turn on every call, so one compiled
-    function for all 24 points would charge each call the other points' guards."""
+    function for all 24 points would charge each call the other points' guards. `options`:
+    Inductor's, as torch.compile takes them."""
     fresh = types.FunctionType(eager_tail.__code__.replace(), eager_tail.__globals__, eager_tail.__name__)
-    return torch.compile(fresh, dynamic=False)
+    return torch.compile(fresh, dynamic=False, options=options or None)
+
+
+# Inductor at its most thorough: every config its autotuner knows, then a coordinate descent
+# over block sizes and warps from the best.
+INDUCTOR_TUNED = {"max_autotune": True, "coordinate_descent_tuning": True}
 
 
 def in_turn_pass(fns: dict, y: torch.Tensor, backend, p: int, passes: int) -> dict:
@@ -201,21 +209,79 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
     return rows
 
 
+# The readers of a point's bytes that a floor claim must beat, taken in turn after a read
+# flush in one process (session 24): ours and the same plan unwarmed, Inductor's tail (also
+# tuned: INDUCTOR_TUNED), ATen's row sum, cuBLAS's product with a vector of ones, a read of
+# the bytes in any order and an empty kernel on the rows' grid (tail_variants' variants 81,
+# 10 and 9).
+PEER_POINTS = (((1024, 8192), "float32"), ((1000, 8191), "float32"), ((1024, 65536), "bfloat16"))
+PEER_ROUNDS = 400  # per point, over PASSES passes
+TAIL_VARIANTS_DIR = Path("/tmp/kb14_vs_inductor")
+
+
+def gemv_with_ones(cols: int, dtype, device):
+    """cuBLAS's matrix-vector product of y with ones (torch.mv): a library's one read of y."""
+    ones = torch.ones(cols, dtype=dtype, device=device)
+    return lambda y: torch.mv(y, ones)
+
+
+def variant_readers(y: torch.Tensor) -> dict:
+    """tail_variants' unwarmed library plan, order-free read and empty kernel for y's shape."""
+    lib = tail_variants.build(TAIL_VARIANTS_DIR, torch_order())
+    prop = torch.cuda.get_device_properties(y.device)
+    props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
+    partials = torch.empty(1 << 20, device=y.device)
+    code = tail_variants.DTYPES[str(y.dtype).removeprefix("torch.")][1]
+    return {name: tail_variants.variant_fn(lib, v, code, props, partials)
+            for name, v in (("ours_unwarmed", 81), ("unordered_read", 10), ("empty", 9))}
+
+
+def peers_part(backend, ceiling_gbps: float) -> list[dict]:
+    rows = []
+    for (rows_, cols), dname in PEER_POINTS:
+        torch.manual_seed(0)
+        y = torch.randn(rows_, cols, device="cuda", dtype=DTYPES[dname])
+        fns = {"ours": ours, **variant_readers(y), "inductor": compiled_tail(),
+               "inductor_tuned": compiled_tail(**INDUCTOR_TUNED), "torch_sum": row_sum,
+               "cublas_gemv": gemv_with_ones(cols, y.dtype, y.device)}
+        fns = {k: fns[k] for k in ("ours", "ours_unwarmed", "inductor", "inductor_tuned", "torch_sum", "cublas_gemv",
+                                   "unordered_read", "empty")}
+        ref = eager_tail(y)
+        bits = {k: bool(torch.equal(fns[k](y), ref)) for k in ("ours", "ours_unwarmed", "inductor", "inductor_tuned")}
+        for fn in fns.values():
+            fn(y), fn(y)
+        backend.sync()
+        per_pass = PEER_ROUNDS // PASSES
+        times = {k: [] for k in fns}
+        for p in range(PASSES):
+            one = timing.interleaved_robust_time(fns, (y,), rounds=per_pass, backend=backend, first_round=p * per_pass)
+            for k in fns:
+                times[k] += one[k]
+        diffs = timing.paired_differences(times, "ours")
+        nbytes = y.numel() * y.element_size()
+        rows.append({"shape": [rows_, cols], "dtype": dname, "bytes": nbytes, "rounds": len(times["ours"]),
+                     "bits": bits,
+                     "us": {k: statistics.median(v) * 1e3 for k, v in times.items()},
+                     "minus_ours_us": {k: {"median": d["median_ms"] * 1e3, "ci95": [v * 1e3 for v in d["ci95_ms"]]}
+                                       for k in fns if (d := diffs.get(f"{k} - ours"))}})
+        rows[-1]["pct_of_ceiling"] = {k: nbytes / (us * 1e-6) / 1e9 / ceiling_gbps * 100
+                                      for k, us in rows[-1]["us"].items() if k != "empty"}
+        print(f"peers {rows_}x{cols} {dname}: " + " ".join(f"{k} {v:.2f}" for k, v in rows[-1]["us"].items()),
+              flush=True)
+    return rows
+
+
 NCU_ROUNDS = 7
 
 
 def ncu_target() -> None:
     """What `--ncu` profiles: the candidates in turn, NCU_ROUNDS rounds, in a
     cudaProfilerStart/Stop range."""
-    lib = tail_variants.build(Path("/tmp/kb14_vs_inductor"), torch_order())
-    prop = torch.cuda.get_device_properties(0)
-    props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
-    partials = torch.empty(1 << 20, device="cuda")
     y = torch.randn(1024, 8192, device="cuda")
+    readers = variant_readers(y)
     compiled = torch.compile(eager_tail, dynamic=False)
-    fns = {"ours": ours, "inductor": compiled,
-           "empty": tail_variants.variant_fn(lib, 9, 0, props, partials),
-           "unordered_read": tail_variants.variant_fn(lib, 10, 0, props, partials)}
+    fns = {"ours": ours, "inductor": compiled, "torch_sum": row_sum, "cublas_gemv": gemv_with_ones(8192, y.dtype, y.device),
+           "empty": readers["empty"], "unordered_read": readers["unordered_read"]}
     for fn in fns.values():
         fn(y)
         fn(y)
@@ -234,11 +300,12 @@ def run_ncu() -> dict | None:
     cmd = ["ncu", "--clock-control", "none", "--cache-control", "all", "--profile-from-start", "off", "--metrics",
            metrics, sys.executable, str(Path(__file__).resolve()), "--ncu-target"]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as e:
         return {"error": str(e)}
     kinds = {"lean_rows_kernel": "ours", "split_row_kernel": "ours", "triton_": "inductor",
-             "empty_kernel": "empty", "unordered_read_kernel": "unordered_read"}
+             "empty_kernel": "empty", "unordered_read_kernel": "unordered_read", "reduce_kernel": "torch_sum",
+             "gemv": "cublas_gemv", "gemm": "cublas_gemv"}
     found: dict[str, list[dict]] = {}
     for block in re.split(r"\n  (?=\S)", proc.stdout):
         name = block.split("(")[0].strip()
@@ -300,6 +367,27 @@ def markdown(result: dict) -> str:
                 lines.append(f"| {k} (`{v['kernel'][:50]}`) | {v['duration_us_median']:.2f} | {lo:.2f}-{hi:.2f} | "
                              f"{v['dram_pct_median']:.1f} | {v['registers']:.0f} | {inst} |")
         lines.append("")
+    if result.get("peers"):
+        ceiling = result.get("peers_read_ceiling_gbps", result["read_ceiling_gbps"])
+        names = list(result["peers"][0]["us"])
+        lines += [f"## Every reader of the same bytes: one call each after a read flush, in turn "
+                  f"({result['peers'][0]['rounds']} rounds; read ceiling {ceiling:.0f} GB/s)", "",
+                  "us, the reader minus ours paired round by round (median [95% interval]), % of the read ceiling. "
+                  "`ours_unwarmed`: the library's plan without the warming gate; `unordered_read`: the bytes "
+                  "summed in any order; `empty`: a kernel on the rows' grid that reads nothing.", "",
+                  "| reader | " + " | ".join(f"{r['shape'][0]} x {r['shape'][1]} {r['dtype']}"
+                                              for r in result["peers"]) + " |",
+                  "|" + " --- |" * (len(result["peers"]) + 1)]
+        for name in names:
+            cells = []
+            for r in result["peers"]:
+                gap = r["minus_ours_us"].get(name)
+                pct = r["pct_of_ceiling"].get(name)
+                cells.append(f"{r['us'][name]:.2f}" + (f" ({gap['median']:+.2f} [{gap['ci95'][0]:+.2f}, "
+                                                       f"{gap['ci95'][1]:+.2f}])" if gap and name != "ours" else "")
+                             + (f", {pct:.1f}%" if pct else ""))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
     if result.get("colsum_forward"):
         methods = [m for m in METHODS + INTERLEAVED if m in result["colsum_forward"][0]]
         lines += ["## ModelNewColsum's forward, 1024 x 8192 fp32, under torch.no_grad() (column sum cached)", "",
@@ -351,6 +439,8 @@ def main() -> int:
                         help="redo only the column-sum and host-time parts, into the existing JSON in --out")
     parser.add_argument("--ncu-only", action="store_true",
                         help="redo only the Nsight Compute part, into the existing JSON in --out")
+    parser.add_argument("--peers-only", action="store_true",
+                        help="redo only the part with every reader of the same bytes, into the existing JSON in --out")
     args = parser.parse_args()
     if args.ncu_target:
         ncu_target()
@@ -367,6 +457,10 @@ def main() -> int:
     if args.extras_only:
         return redo_parts(out, "extras_commit", {"colsum_forward": lambda: colsum_forward_rows(backend, l2),
                                                  "host_us": host_times})
+    if args.peers_only:
+        ceiling = read_ceiling_gbps(dev, backend)
+        return redo_parts(out, "peers_commit", {"peers_read_ceiling_gbps": lambda: ceiling,
+                                                "peers": lambda: peers_part(backend, ceiling)})
     ceiling = read_ceiling_gbps(dev, backend)
     rows = []
     result = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__,
@@ -403,7 +497,8 @@ def main() -> int:
             rows.append({**point_row(dname, y, method, medians, bits), "ours_minus_inductor_us": gaps[method]})
     del points, in_turn
     write_outputs(out, result)
-    parts = [("colsum_forward", lambda: colsum_forward_rows(backend, l2)), ("host_us", host_times)]
+    parts = [("peers", lambda: peers_part(backend, ceiling)),
+             ("colsum_forward", lambda: colsum_forward_rows(backend, l2)), ("host_us", host_times)]
     if not args.no_ncu:
         parts.append(("ncu", run_ncu))
     for key, part in parts:

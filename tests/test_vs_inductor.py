@@ -59,3 +59,18 @@ def test_pooled_in_turn_pools_rounds_and_keeps_each_pass_median():
     assert medians["inductor"]["read_flush_interleaved"] == pytest.approx(12.0)
     assert vs_inductor.gap_verdict({"ci95": [0.1, 0.3]}) == "behind"
     assert "(passes +2.00 -1.00 +2.00)" in vs_inductor.gap_text(gap)
+
+
+def test_peers_table_gives_each_reader_its_gap_to_ours_and_share_of_the_ceiling():
+    point = {"shape": [1024, 8192], "dtype": "float32", "bytes": 1 << 25, "rounds": 400,
+             "us": {"ours": 12.0, "cublas_gemv": 14.0, "empty": 3.9},
+             "minus_ours_us": {"cublas_gemv": {"median": 2.0, "ci95": [1.9, 2.1]}, "empty": {"median": -8.1,
+                                                                                            "ci95": [-8.2, -8.0]}},
+             "pct_of_ceiling": {"ours": 63.9, "cublas_gemv": 54.8}}
+    result = {"gpu": "GPU", "torch": "2.x", "commit": "abc", "read_ceiling_gbps": 4380.0, "rows": [],
+              "host_us": {}, "peers": [point], "peers_read_ceiling_gbps": 4400.0}
+    text = vs_inductor.markdown(result)
+    assert "400 rounds; read ceiling 4400 GB/s" in text
+    assert "| ours | 12.00, 63.9% |" in text
+    assert "| cublas_gemv | 14.00 (+2.00 [+1.90, +2.10]), 54.8% |" in text
+    assert "| empty | 3.90 (-8.10 [-8.20, -8.00]) |" in text
