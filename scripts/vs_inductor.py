@@ -274,20 +274,21 @@ def peers_part(backend, ceiling_gbps: float) -> list[dict]:
 NCU_ROUNDS = 7
 
 
-def ncu_target() -> None:
-    """What `--ncu` profiles: the candidates in turn, NCU_ROUNDS rounds, in a
-    cudaProfilerStart/Stop range."""
-    y = torch.randn(1024, 8192, device="cuda")
+def ncu_target(shape=(1024, 8192), rounds: int = NCU_ROUNDS) -> None:
+    """What `--ncu` profiles: the candidates in turn, `rounds` rounds, in a
+    cudaProfilerStart/Stop range. `--ncu-target ROWSxCOLS ROUNDS` profiles another fp32 shape
+    (a run of ncu by hand, for its other sections)."""
+    y = torch.randn(*shape, device="cuda")
     readers = variant_readers(y)
     compiled = torch.compile(eager_tail, dynamic=False)
-    fns = {"ours": ours, "inductor": compiled, "torch_sum": row_sum, "cublas_gemv": gemv_with_ones(8192, y.dtype, y.device),
+    fns = {"ours": ours, "inductor": compiled, "torch_sum": row_sum, "cublas_gemv": gemv_with_ones(shape[1], y.dtype, y.device),
            "empty": readers["empty"], "unordered_read": readers["unordered_read"]}
     for fn in fns.values():
         fn(y)
         fn(y)
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
-    for _ in range(NCU_ROUNDS):  # in turn, so that any drift over the session hits all alike
+    for _ in range(rounds):  # in turn, so that any drift over the session hits all alike
         for fn in fns.values():
             fn(y)
     torch.cuda.synchronize()
@@ -309,7 +310,7 @@ def run_ncu() -> dict | None:
     found: dict[str, list[dict]] = {}
     for block in re.split(r"\n  (?=\S)", proc.stdout):
         name = block.split("(")[0].strip()
-        kind = next((k for key, k in kinds.items() if key in name), None)
+        kind = next((k for key, k in kinds.items() if key in name), f"other: {name[:60]}" if name else None)
         values = dict(re.findall(r"(gpu__time_duration\.sum|dram__throughput\.avg\.pct_of_peak_sustained_elapsed|"
                                  r"launch__registers_per_thread|smsp__inst_executed\.sum)\s+\S*\s+([\d.,]+)", block))
         if kind and values:
@@ -433,7 +434,7 @@ def redo_parts(out: Path, commit_key: str, parts: dict) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results")
-    parser.add_argument("--ncu-target", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--ncu-target", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("--no-ncu", action="store_true")
     parser.add_argument("--extras-only", action="store_true",
                         help="redo only the column-sum and host-time parts, into the existing JSON in --out")
@@ -442,8 +443,9 @@ def main() -> int:
     parser.add_argument("--peers-only", action="store_true",
                         help="redo only the part with every reader of the same bytes, into the existing JSON in --out")
     args = parser.parse_args()
-    if args.ncu_target:
-        ncu_target()
+    if args.ncu_target is not None:
+        shape = tuple(int(v) for v in args.ncu_target[0].split("x")) if args.ncu_target else (1024, 8192)
+        ncu_target(shape, *(int(v) for v in args.ncu_target[1:2]))
         return 0
     if not torch.cuda.is_available():
         raise SystemExit("vs_inductor.py needs a CUDA GPU")
