@@ -214,7 +214,8 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
 # tuned: INDUCTOR_TUNED), ATen's row sum, cuBLAS's product with a vector of ones, a read of
 # the bytes in any order and an empty kernel on the rows' grid (tail_variants' variants 81,
 # 10 and 9).
-PEER_POINTS = (((1024, 8192), "float32"), ((1000, 8191), "float32"), ((1024, 65536), "bfloat16"))
+PEER_POINTS = (((1024, 8192), "float32"), ((1000, 8191), "float32"), ((1024, 65536), "bfloat16"),
+               ((1024, 65536), "float16"))
 PEER_ROUNDS = 400  # per point, over PASSES passes
 TAIL_VARIANTS_DIR = Path("/tmp/kb14_vs_inductor")
 
