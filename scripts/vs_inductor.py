@@ -307,7 +307,7 @@ def run_ncu() -> dict | None:
         return {"error": str(e)}
     kinds = {"lean_rows_kernel": "ours", "split_row_kernel": "ours", "triton_": "inductor",
              "empty_kernel": "empty", "unordered_read_kernel": "unordered_read", "reduce_kernel": "torch_sum",
-             "gemv": "cublas_gemv", "gemm": "cublas_gemv"}
+             "gemv": "cublas_gemv", "gemm": "cublas_gemv", "internal::kernel<": "cublas_gemv"}
     found: dict[str, list[dict]] = {}
     for block in re.split(r"\n  (?=\S)", proc.stdout):
         name = block.split("(")[0].strip()
