@@ -528,14 +528,29 @@ inline bool packed_quotient_exact(float inv) {
   return mantissa == 0.5f && exponent - 1 >= kLowest && exponent - 1 <= kHighest;
 }
 
-// The quotient of one element read alone (a row's head or tail).
+// One element read alone (a row's head or tail), and its quotient: apart, so that a block row
+// issues its edge loads with its vectors and waits for them once.
+template <typename scalar_t>
+__device__ __forceinline__ scalar_t lean_element_load(const scalar_t* p) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    return __ldg(p);
+  } else {
+    return *p;
+  }
+}
+
+template <typename scalar_t>
+__device__ __forceinline__ float lean_element_quotient_of(scalar_t v, float inv) {
+  if constexpr (sizeof(scalar_t) == 4) {
+    return quotient_of_float<scalar_t>(v, inv);
+  } else {
+    return quotient_of_float<scalar_t>(to_float(v), inv);
+  }
+}
+
 template <typename scalar_t>
 __device__ __forceinline__ float lean_element_quotient(const scalar_t* p, float inv) {
-  if constexpr (sizeof(scalar_t) == 4) {
-    return quotient_of_float<scalar_t>(__ldg(p), inv);
-  } else {
-    return quotient_of_float<scalar_t>(to_float(*p), inv);
-  }
+  return lean_element_quotient_of<scalar_t>(lean_element_load(p), inv);
 }
 
 // How the lean kernel reads y. Each is a hint to the caches; the bits are the same.
@@ -752,15 +767,20 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   lean_load<U, kStep, kLoad, kExactRows>(buf, row, t, geo.nvec, policy);
   // The row's head and tail belong to the first warp's lanes (the reference's
   // should_reduce_tail); the head is added first, the tail after the vectors. A block row
-  // reads its tail while the vectors fly: read after them, it kept the first warp, and so the
-  // whole block, one more memory latency (results/kernel_notes.md, session 17). Warp rows
-  // read it after the vectors (early, it spilled the wide kernel).
+  // reads both while the vectors fly, and takes their quotients only once all three are
+  // asked for: read after the vectors, the tail kept the first warp, and so the whole block,
+  // one more memory latency (results/kernel_notes.md, session 17); its quotient taken at
+  // once held the head's load back by another (session 24). Warp rows read the tail after
+  // the vectors (early, it spilled the wide kernel).
   const bool owns_edges = kShifted && (kWarpRows || warp == 0);
+  const auto owns_head = [&] { return owns_edges && geo.shift > 0 && lane >= geo.shift && lane < V; };
   const auto owns_tail = [&] { return owns_edges && lane < (a.cols - geo.base) % V; };
-  const auto tail_quotient = [&] { return lean_element_quotient(row_start + geo.base + geo.nvec * V + lane, a.inv); };
-  float early_tail = 0.0f;
+  const auto head_element = [&] { return row_start + (lane - geo.shift); };
+  const auto tail_element = [&] { return row_start + geo.base + geo.nvec * V + lane; };
+  scalar_t early_tail{}, early_head{};
   if constexpr (!kWarpRows) {
-    if (owns_tail()) early_tail = tail_quotient();
+    if (owns_tail()) early_tail = lean_element_load(tail_element());
+    if (owns_head()) early_head = lean_element_load(head_element());
   }
   if constexpr (kWarm) record_warmed_trigger(a, r);
   if constexpr (kPdl) allow_dependent_launch();
@@ -769,8 +789,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   float acc[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0f;
-  if (owns_edges && geo.shift > 0 && lane >= geo.shift && lane < V)
-    acc[0] = 0.0f + lean_element_quotient(row_start + (lane - geo.shift), a.inv);
+  if (owns_head())
+    acc[0] = 0.0f + (kWarpRows ? lean_element_quotient(head_element(), a.inv)
+                               : lean_element_quotient_of<scalar_t>(early_head, a.inv));
 #pragma unroll 1
   for (int k = t;;) {
 #pragma unroll
@@ -782,7 +803,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
     if (k >= geo.nvec) break;
     lean_load<U, kStep, kLoad>(buf, row, k, geo.nvec, policy);
   }
-  if (owns_tail()) acc[0] = acc[0] + (kWarpRows ? tail_quotient() : early_tail);
+  if (owns_tail())
+    acc[0] = acc[0] + (kWarpRows ? lean_element_quotient(tail_element(), a.inv)
+                                 : lean_element_quotient_of<scalar_t>(early_tail, a.inv));
   const float leaf = lean_leaf(acc);
 
   if constexpr (kWarpRows) {
