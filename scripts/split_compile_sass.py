@@ -1,8 +1,12 @@
 """What nvcc's --split-compile changes in the code of a CUDA unit: the unit compiled to a cubin
 in one part and in N parts (kernels/jit.py's NVCC_SPLIT by default), each kernel's SASS compared
-(addresses aside), and the seconds each build took.
+(addresses aside), and the seconds each build took. With --baseline DIR, instead: what a change
+to the sources did, the unit in DIR (a copy of another commit's kernels/, e.g. `git archive`)
+against the working tree's, both in one part; for each kernel whose SASS differs, its
+instructions and how many loads it issues before it first waits on one.
 
     python scripts/split_compile_sass.py [--source fused_reduce.cu] [--parts 4 8 16] [--torch-version 211]
+    python scripts/split_compile_sass.py --baseline DIR [--source fused_reduce.cu]
 
 Needs nvcc and cuobjdump (Triton's copy serves: TRITON's backends/nvidia/bin); no GPU.
 """
@@ -47,8 +51,48 @@ def kernels_sass(cubin: Path) -> dict[str, list[str]]:
 
 def build(source: Path, flags: list[str], cubin: Path) -> float:
     start = time.perf_counter()
-    subprocess.run(["nvcc", "-cubin", *flags, f"-I{jit.SOURCE_DIR}", "-o", str(cubin), str(source)], check=True)
+    subprocess.run(["nvcc", "-cubin", *flags, f"-I{source.parent}", "-o", str(cubin), str(source)], check=True)
     return time.perf_counter() - start
+
+
+def loads_before_first_wait(sass: list[str]) -> int:
+    """Global loads a kernel issues before its first instruction that reads a register one of
+    them writes (the first wait on memory), in program order from the entry."""
+    pending: set[int] = set()
+    issued = 0
+    for line in sass:
+        words = line.rstrip(" ;").split(None, 1)
+        if words and words[0].startswith("@"):  # a guard predicate
+            words = words[1].split(None, 1) if len(words) > 1 else []
+        if len(words) < 2:
+            continue
+        op, operands = words
+        first, _, rest = operands.partition(",")
+        # The first operand is written, unless the instruction stores (its address comes first)
+        # or writes a predicate.
+        writes_register = re.fullmatch(r"R\d+", first.strip()) and not op.startswith(("ST", "RED", "ATOM"))
+        read = {int(r) for r in re.findall(r"\bR(\d+)\b", rest if writes_register else operands)}
+        if pending & read:
+            return issued
+        if op.startswith("LDG"):
+            width = 4 if ".128" in op else 2 if ".64" in op else 1
+            pending.update(range(int(first.strip()[1:]), int(first.strip()[1:]) + width))
+            issued += 1
+    return issued
+
+
+def compare_with_baseline(baseline: Path, source_name: str, flags: list[str], tmp: Path) -> None:
+    ours, theirs = tmp / "ours.cubin", tmp / "baseline.cubin"
+    print(f"{source_name}, flags {' '.join(flags)}; baseline {baseline}")
+    print(f"working tree: {build(jit.SOURCE_DIR / source_name, flags, ours):.1f} s; "
+          f"baseline: {build(baseline / source_name, flags, theirs):.1f} s")
+    new, old = kernels_sass(ours), kernels_sass(theirs)
+    differ = [k for k in new if new[k] != old.get(k)]
+    print(f"{len(new)} kernels ({len(set(new) ^ set(old))} in one build only), {len(differ)} with other SASS")
+    for k in differ:
+        a, b = old.get(k, []), new[k]
+        print(f"    {k}: {len(a)} -> {len(b)} instructions, loads before the first wait "
+              f"{loads_before_first_wait(a)} -> {loads_before_first_wait(b)}")
 
 
 def main() -> int:
@@ -57,10 +101,15 @@ def main() -> int:
     parser.add_argument("--parts", type=int, nargs="*", default=[jit.NVCC_SPLIT])
     parser.add_argument("--arch", default="90")
     parser.add_argument("--torch-version", type=int, help="the order's torch release, as 211 (default: installed)")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="compare the working tree's unit with DIR's (another commit's kernels/) instead")
     args = parser.parse_args()
     source = jit.SOURCE_DIR / args.source
     flags = [f for f in jit.nvcc_flags(args.arch, args.torch_version) if not f.startswith("--split-compile")]
     with tempfile.TemporaryDirectory() as tmp:
+        if args.baseline:
+            compare_with_baseline(args.baseline.resolve(), args.source, flags, Path(tmp))
+            return 0
         whole = Path(tmp) / "whole.cubin"
         print(f"{args.source}, flags {' '.join(flags)}")
         print(f"one part: {build(source, flags, whole):.1f} s")

@@ -92,3 +92,22 @@ def test_cuda_module_host_units_compile(tmp_path, module):
                *_torch_compile_flags(tmp_path)]
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+
+
+def test_loads_before_first_wait_counts_loads_until_a_loaded_register_is_read():
+    import sys
+
+    sys.path.insert(0, str(jit.SOURCE_DIR.parent / "scripts"))
+    from split_compile_sass import loads_before_first_wait
+
+    sass = ["LDC R1, c[0x0][0x28] ;",
+            "@!P0 LDG.E.CONSTANT R3, desc[UR14][R22.64] ;",
+            "LDG.E.NA.128.CONSTANT R4, desc[UR4][R20.64] ;",
+            "ISETP.GE.AND P1, PT, R0, UR9, PT ;",  # reads R0 only
+            "IMAD.WIDE R8, R2, 0x10, R20 ;",  # reads R2 and R20, neither loaded yet
+            "@P1 LDG.E.CONSTANT R2, desc[UR14][R26.64] ;",
+            "FMUL R12, R6, UR5 ;",  # R6: the second load's
+            "LDG.E R13, desc[UR4][R24.64] ;"]
+    assert loads_before_first_wait(sass) == 3
+    assert loads_before_first_wait(sass[:6] + ["STG.E desc[UR4][R10.64], R3 ;"]) == 3  # a store reads its data
+    assert loads_before_first_wait(["LDG.E R2, desc[UR4][R4.64] ;", "LDG.E R3, desc[UR4][R2.64] ;"]) == 1
