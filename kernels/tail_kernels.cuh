@@ -790,8 +790,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
 #pragma unroll
   for (int i = 0; i < V; ++i) acc[i] = 0.0f;
   if (owns_head())
-    acc[0] = 0.0f + (kWarpRows ? lean_element_quotient(head_element(), a.inv)
-                               : lean_element_quotient_of<scalar_t>(early_head, a.inv));
+    acc[0] = 0.0f + lean_element_quotient_of<scalar_t>(kWarpRows ? lean_element_load(head_element()) : early_head,
+                                                       a.inv);
 #pragma unroll 1
   for (int k = t;;) {
 #pragma unroll
@@ -804,8 +804,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
     lean_load<U, kStep, kLoad>(buf, row, k, geo.nvec, policy);
   }
   if (owns_tail())
-    acc[0] = acc[0] + (kWarpRows ? lean_element_quotient(tail_element(), a.inv)
-                                 : lean_element_quotient_of<scalar_t>(early_tail, a.inv));
+    acc[0] = acc[0] + lean_element_quotient_of<scalar_t>(kWarpRows ? lean_element_load(tail_element()) : early_tail,
+                                                         a.inv);
   const float leaf = lean_leaf(acc);
 
   if constexpr (kWarpRows) {

@@ -76,12 +76,15 @@ def loads_before_first_wait(sass: list[str]) -> int:
             return issued
         if op.startswith("LDG"):
             width = 4 if ".128" in op else 2 if ".64" in op else 1
-            pending.update(range(int(first.strip()[1:]), int(first.strip()[1:]) + width))
+            dest = int(first.strip()[1:])
+            pending.update(range(dest, dest + width))
             issued += 1
     return issued
 
 
 def compare_with_baseline(baseline: Path, source_name: str, flags: list[str], tmp: Path) -> None:
+    if not (baseline / source_name).is_file():
+        raise SystemExit(f"--baseline: no {source_name} in {baseline} (give the copy's kernels/ folder)")
     ours, theirs = tmp / "ours.cubin", tmp / "baseline.cubin"
     print(f"{source_name}, flags {' '.join(flags)}; baseline {baseline}")
     print(f"working tree: {build(jit.SOURCE_DIR / source_name, flags, ours):.1f} s; "
