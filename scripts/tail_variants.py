@@ -14,6 +14,7 @@ library is scripts/vs_inductor.py.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import ctypes
 import dataclasses
 import json
@@ -313,15 +314,27 @@ def main() -> int:
     parser.add_argument("--baseline", metavar="DIR",
                         help="also time the library built from another copy of kernels/ (a previous commit's "
                              "headers in DIR) as `baseline library`, in the same process")
+    parser.add_argument("--library-build", metavar="LABEL=FLAGS", action="append", default=[],
+                        help="also time the library built from this tree with extra nvcc FLAGS (say "
+                             "-DKB14_GATE_WAIT_CYCLES=500) as `library LABEL`, in the same process; repeatable")
     args = parser.parse_args()
     if args.offsets_mib and not args.interleaved:
         parser.error("--offsets-mib times calls in turn: give --interleaved")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    lib = build(out_dir, torch_order())
+    # Each build is one nvcc process on one core: they run side by side.
     # The baseline's headers come first on the include path, so its tail_kernels.cuh (and what that
     # includes from its own directory) replaces the working tree's.
-    baseline = build(out_dir / "baseline", torch_order(), f"-I{Path(args.baseline).resolve()}") if args.baseline else None
+    builds = {"library": (out_dir,)}
+    if args.baseline:
+        builds["baseline"] = (out_dir / "baseline", f"-I{Path(args.baseline).resolve()}")
+    for label, flags in (spec.split("=", 1) for spec in args.library_build):
+        builds[label] = (out_dir / f"library_{label}", *flags.split())
+    with concurrent.futures.ThreadPoolExecutor(len(builds)) as pool:
+        futures = {name: pool.submit(build, where, torch_order(), *flags) for name, (where, *flags) in builds.items()}
+        built = {name: f.result() for name, f in futures.items()}
+    lib, baseline = built.pop("library"), built.pop("baseline", None)
+    flagged = built
     dev = torch.device("cuda")
     prop = torch.cuda.get_device_properties(dev)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
@@ -362,6 +375,8 @@ def main() -> int:
                 fns[f"{name}@{cap}" if cap else name] = variant_fn(lib, v, code, props, partials, cap)
         if baseline is not None:
             fns["baseline library"] = variant_fn(baseline, 6, code, props, partials)
+        for label, flagged_lib in flagged.items():
+            fns[f"library {label}"] = variant_fn(flagged_lib, 6, code, props, partials)
         if args.library_op:
             fns["library op"] = lambda t: kernels.div_sum_scale(t, 2, 1.5)  # built on its first call
         if placements:
