@@ -315,8 +315,9 @@ def main() -> int:
                         help="also time the library built from another copy of kernels/ (a previous commit's "
                              "headers in DIR) as `baseline library`, in the same process")
     parser.add_argument("--library-build", metavar="LABEL=FLAGS", action="append", default=[],
-                        help="also time the library built from this tree with extra nvcc FLAGS (say "
-                             "-DKB14_GATE_WAIT_CYCLES=500) as `library LABEL`, in the same process; repeatable")
+                        help="also time the library built from this tree with extra nvcc FLAGS (say a -D "
+                             "that selects an experiment's #ifdef) as `library LABEL`, in the same process; "
+                             "repeatable")
     args = parser.parse_args()
     if args.offsets_mib and not args.interleaved:
         parser.error("--offsets-mib times calls in turn: give --interleaved")
