@@ -106,11 +106,11 @@ CASES += [((1200, 5000), "float32"), ((1280, 8000), "float32"), ((1100, 2500), "
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
-    """nvcc `scripts/<source>.cu` into `out_dir/<source>.so` for this GPU (ptxas's report in
-    `<source>_ptxas.txt`) and load it."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """nvcc `scripts/<source>.cu` (source may name a subfolder: `microbench/x`) into
+    `out_dir/<source>.so` for this GPU (ptxas's report in `<source>_ptxas.txt`) and load it."""
     major, minor = torch.cuda.get_device_capability()
     so = out_dir / f"{source}.so"
+    so.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["nvcc", "-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}", "-shared", "-Xcompiler",
            "-fPIC", "-Xptxas=-v", *extra_flags, f"-I{REPO / 'kernels'}", "-o", str(so),
            str(REPO / "scripts" / f"{source}.cu")]
@@ -326,16 +326,15 @@ def main() -> int:
     # Each build is one nvcc process on one core: they run side by side.
     # The baseline's headers come first on the include path, so its tail_kernels.cuh (and what that
     # includes from its own directory) replaces the working tree's.
-    builds = {"library": (out_dir,)}
-    if args.baseline:
-        builds["baseline"] = (out_dir / "baseline", f"-I{Path(args.baseline).resolve()}")
-    for label, flags in (spec.split("=", 1) for spec in args.library_build):
-        builds[label] = (out_dir / f"library_{label}", *flags.split())
-    with concurrent.futures.ThreadPoolExecutor(len(builds)) as pool:
-        futures = {name: pool.submit(build, where, torch_order(), *flags) for name, (where, *flags) in builds.items()}
-        built = {name: f.result() for name, f in futures.items()}
-    lib, baseline = built.pop("library"), built.pop("baseline", None)
-    flagged = built
+    flagged_specs = dict(spec.split("=", 1) for spec in args.library_build)
+    with concurrent.futures.ThreadPoolExecutor(2 + len(flagged_specs)) as pool:
+        lib = pool.submit(build, out_dir, torch_order())
+        baseline = (pool.submit(build, out_dir / "baseline", torch_order(), f"-I{Path(args.baseline).resolve()}")
+                    if args.baseline else None)
+        flagged = {label: pool.submit(build, out_dir / f"library_{label}", torch_order(), *flags.split())
+                   for label, flags in flagged_specs.items()}
+        lib, baseline = lib.result(), baseline.result() if baseline else None
+        flagged = {label: f.result() for label, f in flagged.items()}
     dev = torch.device("cuda")
     prop = torch.cuda.get_device_properties(dev)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)

@@ -15,76 +15,72 @@ the same four: how many of those blocks gave up, and the cycles watched.
 import ctypes
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO)]
+sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 from harness import timing  # noqa: E402
 import kernels  # noqa: E402
+from tail_variants import build_shared_library  # noqa: E402
+
+BLOCKS = 1024  # the library's grid at 1024 x 8192
+
+
+def quartiles(values: list) -> list:
+    return [round(x, 1) for x in statistics.quantiles(values, n=4)]
 
 
 def main() -> int:
     out_dir = Path(sys.argv[1])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    major, minor = torch.cuda.get_device_capability()
-    so = out_dir / "pdl_wait_probe.so"
-    subprocess.run(["nvcc", "-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}", "-shared",
-                    "-Xcompiler", "-fPIC", f"-I{REPO / 'kernels'}", "-o", str(so), str(Path(__file__).with_suffix(".cu"))],
-                   check=True)
-    lib = ctypes.CDLL(str(so))
-    lib.kb14x_wait_probe.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    lib = build_shared_library("microbench/pdl_wait_probe", out_dir)
+    lib.kb14x_wait_probe.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    lib.kb14x_gate_probe.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p]
     dev = torch.device("cuda")
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     backend = timing.make_backend(dev)
-    blocks = 1024
-    out = torch.zeros(blocks, 4, dtype=torch.int64, device=dev)
     y = torch.randn(1024, 8192, device=dev)
     kernels.div_sum_scale(y, 2, 1.5)
-    torch.cuda.synchronize()
-    before = {"idle": lambda: torch.cuda.synchronize(), "read flush": backend.robust_flush,
-              "write flush": backend.flush, "library tail 1024x8192": lambda: kernels.div_sum_scale(y, 2, 1.5)}
-    marks = [torch.cuda.Event(enable_timing=True)]
+    mark = torch.cuda.Event()
+    before = {"idle": lambda: None, "read flush": backend.robust_flush, "write flush": backend.flush,
+              "library tail 1024x8192": lambda: kernels.div_sum_scale(y, 2, 1.5)}
+
+    def first_blocks_after(run_before, launch, out: torch.Tensor) -> torch.Tensor:
+        """out on the host after one launch behind run_before() and an event (as the timed rounds
+        have between what ran before and the call), the GPU idle before both."""
+        torch.cuda.synchronize()
+        run_before()
+        mark.record()
+        err = launch(out.data_ptr(), torch.cuda.current_stream().cuda_stream)
+        if err:
+            raise SystemExit(f"launch error {err}")
+        return out.cpu()
+
     report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "sms": sms, "cases": {}}
+    waits_out = torch.zeros(BLOCKS, 2, dtype=torch.int64, device=dev)  # per block: ns, cycles
     for name, run_before in before.items():
         first, every, first_cycles = [], [], []
         for _ in range(60):
-            torch.cuda.synchronize()
-            run_before()
-            marks[0].record()  # as the timed rounds do: an event between what ran before and the call
-            err = lib.kb14x_wait_probe(out.data_ptr(), blocks, 1, torch.cuda.current_stream().cuda_stream)
-            if err:
-                raise SystemExit(f"launch error {err}")
-            torch.cuda.synchronize()
-            o = out.cpu()
-            waits = (o[:, 1] - o[:, 0]).tolist()
-            first.append(statistics.median(waits[:sms]))
-            every.append(statistics.median(waits))
-            first_cycles.append(statistics.median(o[:sms, 2].tolist()))
-        q = lambda v: [round(x, 1) for x in statistics.quantiles(v, n=4)]
-        report["cases"][name] = {"first_blocks_wait_ns_quartiles": q(first), "all_blocks_wait_ns_quartiles": q(every),
-                                 "first_blocks_wait_cycles_quartiles": q(first_cycles)}
-        print(f"{name:24s} first {sms} blocks' wait (median per run; quartiles over 60 runs): {q(first)} ns, "
-              f"{q(first_cycles)} cycles; all blocks {q(every)} ns", flush=True)
+            o = first_blocks_after(run_before, lambda p, s: lib.kb14x_wait_probe(p, BLOCKS, s), waits_out)
+            first.append(statistics.median(o[:sms, 0].tolist()))
+            every.append(statistics.median(o[:, 0].tolist()))
+            first_cycles.append(statistics.median(o[:sms, 1].tolist()))
+        report["cases"][name] = {"first_blocks_wait_ns_quartiles": quartiles(first),
+                                 "all_blocks_wait_ns_quartiles": quartiles(every),
+                                 "first_blocks_wait_cycles_quartiles": quartiles(first_cycles)}
+        print(f"{name:24s} first {sms} blocks' wait (median per run; quartiles over 60 runs): {quartiles(first)} ns, "
+              f"{quartiles(first_cycles)} cycles; all blocks {quartiles(every)} ns", flush=True)
     # The session-29 gate's test alone, in three forms, after each of the same.
-    lib.kb14x_gate_probe.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p]
-    gate_out = torch.zeros(blocks, 2, dtype=torch.int64, device=dev)
+    gate_out = torch.zeros(BLOCKS, 2, dtype=torch.int64, device=dev)  # per block: gave up, cycles watched
     report["gate"] = {}
     for how, form in enumerate(("volatile flag, named barrier", "volatile flag, __syncthreads", "shared atomics")):
         for name, run_before in before.items():
             gave_up, watched = [], []
             for _ in range(30):
-                torch.cuda.synchronize()
-                run_before()
-                marks[0].record()
-                err = lib.kb14x_gate_probe(gate_out.data_ptr(), blocks, how, 800, torch.cuda.current_stream().cuda_stream)
-                if err:
-                    raise SystemExit(f"launch error {err}")
-                torch.cuda.synchronize()
-                o = gate_out[:sms].cpu()
+                o = first_blocks_after(run_before, lambda p, s: lib.kb14x_gate_probe(p, BLOCKS, how, 800, s),
+                                       gate_out)[:sms]
                 gave_up.append(int(o[:, 0].sum()))
                 watched.append(statistics.median(o[:, 1].tolist()))
             report["gate"][f"{form} / {name}"] = {"gave_up_blocks_per_run": gave_up, "watched_cycles_median": watched}
