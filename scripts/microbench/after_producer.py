@@ -1,0 +1,154 @@
+"""The tail behind the kernel that writes its input, as in the model, against the tail behind
+another tail (vs_inductor's rotating method): where the warming gate pays and where it costs.
+
+In the model the tail follows the GEMM that writes y. The gate warms L2 only behind another
+warmed tail launch, so behind a GEMM it never warms and only its record read remains. Here,
+for each fp32 shape, CUDA graphs of CALLS pairs [producer writes y_i; tail(y_i)] over rotating
+buffers are replayed in turn (timing.round_order), one graph per tail: ours, tail_variants'
+variants named by --variants (81: the library's plan without the gate; 2: nor the
+programmatic launch; 22: with Triton's evict-first loads), Inductor's compiled tail, the
+eager tail, and the producer alone. A tail's cost behind its producer is its graph's time per
+pair minus the producer-alone graph's in the same round. The producer is cuBLAS's product of
+x_i (rows x K) with W (cols x K).T into y_i: a short GEMM whose output, like the model's, was
+just written through L2. The same tails are then replayed back to back with no producer (tail
+after tail over the same buffers). Prints a table; writes after_producer.json into OUTDIR.
+
+    python scripts/microbench/after_producer.py OUTDIR [--rounds N] [--variants 81 2 22]
+"""
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(REPO), str(REPO / "scripts")]
+from harness import timing  # noqa: E402
+import kernels  # noqa: E402
+from kernels.jit import torch_order  # noqa: E402
+from vs_inductor import TAIL_VARIANTS_DIR, compiled_tail  # noqa: E402
+import tail_variants  # noqa: E402
+from tail_variants import eager_tail  # noqa: E402
+
+SHAPES = ((1024, 8192), (4096, 8192), (16384, 8192))
+CALLS = 20  # pairs per graph
+
+
+def ours(y):
+    return kernels.div_sum_scale(y, 2, 1.5)
+
+
+def capture(body) -> torch.cuda.CUDAGraph:
+    """A graph of body() after two warm-up runs off the default stream (capture requires it)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        body()
+        body()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    graph.replay()
+    torch.cuda.synchronize()
+    return graph
+
+
+def replay_in_turn(graphs: dict, rounds: int) -> dict:
+    """us per call of each graph, one replay per round each, in a balanced order."""
+    names = list(graphs)
+    timers = {n: [] for n in names}
+    for r in range(rounds):
+        for n in timing.round_order(names, r):
+            t = timing.CudaEventTimer()
+            t.start()
+            graphs[n].replay()
+            t.stop()
+            timers[n].append(t)
+        if r % 50 == 49:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    return {n: [t.elapsed_ms() * 1e3 / CALLS for t in ts] for n, ts in timers.items()}
+
+
+def gap(a: list, b: list) -> dict:
+    d = [x - y for x, y in zip(a, b)]
+    lo, hi = timing.median_interval(d)
+    return {"median": statistics.median(d), "ci95": [lo, hi]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--variants", type=int, nargs="*", default=[81, 2, 22])
+    parser.add_argument("--producer-k", type=int, default=128, help="the producer GEMM's inner size (8192: the model's)")
+    parser.add_argument("--shapes", nargs="*", default=[f"{r}x{c}" for r, c in SHAPES])
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    dev = torch.device("cuda")
+    l2 = timing.l2_cache_bytes(dev)
+    lib = tail_variants.build(TAIL_VARIANTS_DIR, torch_order())
+    prop = torch.cuda.get_device_properties(dev)
+    props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
+    partials = torch.empty(1 << 20, device=dev)
+    report = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "calls_per_graph": CALLS,
+              "rounds": args.rounds, "producer": f"torch.mm(x_i (rows x {args.producer_k}), W.T, out=y_i)", "shapes": []}
+    for rows, cols in (tuple(int(v) for v in s.split("x")) for s in args.shapes):
+        torch.manual_seed(0)
+        n = timing.rotation_buffers(rows * cols * 4, l2, cap=16)
+        ys = [torch.empty(rows, cols, device=dev) for _ in range(n)]
+        xs = [torch.randn(rows, args.producer_k, device=dev) for _ in range(n)]
+        w_t = torch.randn(cols, args.producer_k, device=dev).t()
+        tails = {"ours": ours, **{tail_variants.VARIANTS[v]: tail_variants.variant_fn(lib, v, 0, props, partials)
+                                  for v in args.variants}, "inductor": compiled_tail(), "eager": eager_tail}
+        for i in range(n):
+            torch.mm(xs[i], w_t, out=ys[i])
+        bits = {k: bool(torch.equal(fn(ys[0]), eager_tail(ys[0]))) for k, fn in tails.items()}
+
+        def pairs(tail):
+            def body():
+                for c in range(CALLS):
+                    torch.mm(xs[c % n], w_t, out=ys[c % n])
+                    if tail is not None:
+                        tail(ys[c % n])
+            return body
+
+        def back_to_back(tail):
+            def body():
+                for c in range(CALLS):
+                    tail(ys[c % n])
+            return body
+
+        behind = replay_in_turn({"producer": capture(pairs(None)), **{k: capture(pairs(f)) for k, f in tails.items()}},
+                                args.rounds)
+        alone = replay_in_turn({k: capture(back_to_back(f)) for k, f in tails.items()}, args.rounds)
+        net = {k: [a - b for a, b in zip(behind[k], behind["producer"])] for k in tails}
+        row = {"shape": [rows, cols], "buffers": n, "bits": bits,
+               "producer_us": statistics.median(behind["producer"]),
+               "behind_producer_us": {k: statistics.median(v) for k, v in net.items()},
+               "behind_producer_minus_ours_us": {k: gap(net[k], net["ours"]) for k in tails if k != "ours"},
+               "back_to_back_us": {k: statistics.median(v) for k, v in alone.items()},
+               "back_to_back_minus_ours_us": {k: gap(alone[k], alone["ours"]) for k in tails if k != "ours"}}
+        report["shapes"].append(row)
+        print(f"{rows} x {cols} fp32 ({n} buffers; producer {row['producer_us']:.2f} us a call; bits {bits})")
+        for k in tails:
+            line = f"  {k:18s} behind the producer {row['behind_producer_us'][k]:7.2f}"
+            if k != "ours":
+                g = row["behind_producer_minus_ours_us"][k]
+                line += f" ({g['median']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}])"
+            line += f"   back to back {row['back_to_back_us'][k]:7.2f}"
+            if k != "ours":
+                g = row["back_to_back_minus_ours_us"][k]
+                line += f" ({g['median']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}])"
+            print(line, flush=True)
+        del ys, xs
+    (args.out / "after_producer.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
