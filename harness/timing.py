@@ -297,23 +297,32 @@ def interleaved_robust_time(fns: dict, args: Sequence = (), *, rounds: int, back
     hits every function alike, so per-round differences (paired_differences) resolve gaps
     that timing one function after another confounds with drift. Milliseconds per call.
     `first_round` as in paired_time."""
-    names = list(fns)
-    for name in names:  # warm-up
+    for fn in fns.values():  # warm-up
         backend.robust_flush()
-        fns[name](*args)
+        fn(*args)
     backend.sync()
+    return calls_in_turn(fns, args, rounds=rounds, new_timer=backend.new_timer, sync=backend.sync,
+                         before_each=backend.robust_flush, first_round=first_round)
+
+
+def calls_in_turn(fns: dict, args: Sequence = (), *, rounds: int, new_timer: Callable, sync: Callable,
+                  before_each: Callable = noop, first_round: int = 0) -> dict:
+    """Each round calls every function once, in round_order's order, each after before_each()
+    and timed alone by new_timer(); all queued without a host synchronize but every 50
+    rounds (to bound the queue). Milliseconds per call, {name: [one per round]}."""
+    names = list(fns)
     timers = {name: [] for name in names}
     for r in range(first_round, first_round + rounds):
         for name in round_order(names, r):
-            backend.robust_flush()
-            timer = backend.new_timer()
+            before_each()
+            timer = new_timer()
             timer.start()
             fns[name](*args)
             timer.stop()
             timers[name].append(timer)
         if r % 50 == 49:
-            backend.sync()  # bound the queue
-    backend.sync()
+            sync()
+    sync()
     return {name: [t.elapsed_ms() for t in ts] for name, ts in timers.items()}
 
 
@@ -347,24 +356,33 @@ def paired_differences(times: dict, base: str) -> dict:
     return out
 
 
+def capture_graph(body: Callable[[], None], warmup: Callable[[], None]) -> "torch.cuda.CUDAGraph":
+    """A CUDA graph of body()'s work, replayed once (the first replay uploads it): warmup()
+    runs first on a side stream, as capture requires, and the device is synchronized."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        warmup()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    graph.replay()
+    torch.cuda.synchronize()
+    return graph
+
+
 def graph_replay_ms(fn: Callable, arg_sets: Sequence[Sequence], *, calls_per_graph: int, replays: int,
                     warmup: int = 3) -> list[float]:
     """Per-call milliseconds of each replay of one CUDA graph that makes `calls_per_graph`
     calls back to back, call i on arg_sets[i % len(arg_sets)]; replays are queued and
     each is timed with CUDA events."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # warm up off the default stream, as capture requires
-        for i in range(warmup):
+    def calls(n: int) -> None:
+        for i in range(n):
             fn(*arg_sets[i % len(arg_sets)])
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for i in range(calls_per_graph):
-            fn(*arg_sets[i % len(arg_sets)])
-    graph.replay()  # first replay uploads the graph
-    torch.cuda.synchronize()
+
+    graph = capture_graph(lambda: calls(calls_per_graph), warmup=lambda: calls(warmup))
     timers = []
     for _ in range(replays):
         t = CudaEventTimer()

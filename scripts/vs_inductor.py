@@ -227,15 +227,18 @@ def gemv_with_ones(cols: int, dtype, device):
     return lambda y: torch.mv(y, ones)
 
 
-def variant_readers(y: torch.Tensor) -> dict:
-    """tail_variants' unwarmed library plan, order-free read and empty kernel for y's shape."""
+PEER_VARIANTS = {"ours_unwarmed": 81, "unordered_read": 10, "empty": 9}
+
+
+def variant_readers(y: torch.Tensor, variants: dict = PEER_VARIANTS) -> dict:
+    """tail_variants' variants ({name: number}; by default its unwarmed library plan, order-free
+    read and empty kernel) as functions of a tensor of y's dtype."""
     lib = tail_variants.build(TAIL_VARIANTS_DIR, torch_order())
     prop = torch.cuda.get_device_properties(y.device)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
     partials = torch.empty(1 << 20, device=y.device)
     code = tail_variants.DTYPES[str(y.dtype).removeprefix("torch.")][1]
-    return {name: tail_variants.variant_fn(lib, v, code, props, partials)
-            for name, v in (("ours_unwarmed", 81), ("unordered_read", 10), ("empty", 9))}
+    return {name: tail_variants.variant_fn(lib, v, code, props, partials) for name, v in variants.items()}
 
 
 def peers_part(backend, ceiling_gbps: float) -> list[dict]:

@@ -134,6 +134,19 @@ def test_interleaved_robust_time_balances_the_order_and_flushes_before_each_call
     assert lo <= diffs["b - a"]["median_ms"] <= hi
 
 
+def test_calls_in_turn_runs_nothing_between_calls_unless_asked():
+    from harness import timing
+
+    rec = Recorder()
+    calls = []
+    fns = {name: (lambda n: lambda: (calls.append(n), rec.fn()))(name) for name in "ab"}
+    times = timing.calls_in_turn(fns, rounds=3, new_timer=rec.new_timer, sync=rec.sync)
+    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3}
+    assert calls == list("ab" "ba" "ab")  # round_order for two names, no warm-up
+    assert [e for e in rec.events if e != "sync"] == ["start", "call", "stop"] * 6
+    assert rec.events[-1] == "sync"
+
+
 def test_in_turn_loops_continue_the_order_from_first_round():
     from harness import timing
 

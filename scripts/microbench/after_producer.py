@@ -27,8 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 from harness import timing  # noqa: E402
 import kernels  # noqa: E402
-from kernels.jit import torch_order  # noqa: E402
-from vs_inductor import TAIL_VARIANTS_DIR, compiled_tail  # noqa: E402
+from vs_inductor import compiled_tail, variant_readers  # noqa: E402
 import tail_variants  # noqa: E402
 from tail_variants import eager_tail  # noqa: E402
 
@@ -40,44 +39,21 @@ def ours(y):
     return kernels.div_sum_scale(y, 2, 1.5)
 
 
-def capture(body) -> torch.cuda.CUDAGraph:
-    """A graph of body() after two warm-up runs off the default stream (capture requires it)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        body()
-        body()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        body()
-    graph.replay()
-    torch.cuda.synchronize()
-    return graph
-
-
 def replay_in_turn(graphs: dict, rounds: int) -> dict:
     """us per call of each graph, one replay per round each, in a balanced order."""
-    names = list(graphs)
-    timers = {n: [] for n in names}
-    for r in range(rounds):
-        for n in timing.round_order(names, r):
-            t = timing.CudaEventTimer()
-            t.start()
-            graphs[n].replay()
-            t.stop()
-            timers[n].append(t)
-        if r % 50 == 49:
-            torch.cuda.synchronize()
-    torch.cuda.synchronize()
-    return {n: [t.elapsed_ms() * 1e3 / CALLS for t in ts] for n, ts in timers.items()}
+    ms = timing.calls_in_turn({n: g.replay for n, g in graphs.items()}, rounds=rounds,
+                              new_timer=timing.CudaEventTimer, sync=torch.cuda.synchronize)
+    return {n: [t * 1e3 / CALLS for t in v] for n, v in ms.items()}
 
 
 def gap(a: list, b: list) -> dict:
     d = [x - y for x, y in zip(a, b)]
     lo, hi = timing.median_interval(d)
     return {"median": statistics.median(d), "ci95": [lo, hi]}
+
+
+def gap_cell(g: dict) -> str:
+    return f" ({g['median']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}])"
 
 
 def main() -> int:
@@ -91,10 +67,6 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")
     l2 = timing.l2_cache_bytes(dev)
-    lib = tail_variants.build(TAIL_VARIANTS_DIR, torch_order())
-    prop = torch.cuda.get_device_properties(dev)
-    props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
-    partials = torch.empty(1 << 20, device=dev)
     report = {"gpu": torch.cuda.get_device_name(dev), "torch": torch.__version__, "calls_per_graph": CALLS,
               "rounds": args.rounds, "producer": f"torch.mm(x_i (rows x {args.producer_k}), W.T, out=y_i)", "shapes": []}
     for rows, cols in (tuple(int(v) for v in s.split("x")) for s in args.shapes):
@@ -103,11 +75,12 @@ def main() -> int:
         ys = [torch.empty(rows, cols, device=dev) for _ in range(n)]
         xs = [torch.randn(rows, args.producer_k, device=dev) for _ in range(n)]
         w_t = torch.randn(cols, args.producer_k, device=dev).t()
-        tails = {"ours": ours, **{tail_variants.VARIANTS[v]: tail_variants.variant_fn(lib, v, 0, props, partials)
-                                  for v in args.variants}, "inductor": compiled_tail(), "eager": eager_tail}
+        tails = {"ours": ours, **variant_readers(ys[0], {tail_variants.VARIANTS[v]: v for v in args.variants}),
+                 "inductor": compiled_tail(), "eager": eager_tail}
         for i in range(n):
             torch.mm(xs[i], w_t, out=ys[i])
-        bits = {k: bool(torch.equal(fn(ys[0]), eager_tail(ys[0]))) for k, fn in tails.items()}
+        ref = eager_tail(ys[0])
+        bits = {k: bool(torch.equal(fn(ys[0]), ref)) for k, fn in tails.items()}
 
         def pairs(tail):
             def body():
@@ -122,6 +95,9 @@ def main() -> int:
                 for c in range(CALLS):
                     tail(ys[c % n])
             return body
+
+        def capture(body):
+            return timing.capture_graph(body, warmup=lambda: (body(), body()))
 
         behind = replay_in_turn({"producer": capture(pairs(None)), **{k: capture(pairs(f)) for k, f in tails.items()}},
                                 args.rounds)
@@ -138,12 +114,10 @@ def main() -> int:
         for k in tails:
             line = f"  {k:18s} behind the producer {row['behind_producer_us'][k]:7.2f}"
             if k != "ours":
-                g = row["behind_producer_minus_ours_us"][k]
-                line += f" ({g['median']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}])"
+                line += gap_cell(row["behind_producer_minus_ours_us"][k])
             line += f"   back to back {row['back_to_back_us'][k]:7.2f}"
             if k != "ours":
-                g = row["back_to_back_minus_ours_us"][k]
-                line += f" ({g['median']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}])"
+                line += gap_cell(row["back_to_back_minus_ours_us"][k])
             print(line, flush=True)
         del ys, xs
     (args.out / "after_producer.json").write_text(json.dumps(report, indent=1))
