@@ -12,6 +12,8 @@ from the cache) the module that holds that op's kernels for that device:
                   loaded after tail_cuda without holding up the first call (below)
     colsum_cpu    colsum and colsum_matvec on CPU tensors: colsum.cpp
     colsum_cuda   the same on CUDA tensors: colsum.cu and colsum_cuda.cpp
+    hybrid_cuda   hybrid_rows, rows_gemm and gemm_order_probe (CUDA only): hybrid.cu and
+                  hybrid_cuda.cpp
 
 Each module is compiled with `torch.utils.cpp_extension.load_inline` (one host
 translation unit and, for CUDA, one nvcc unit, which ninja compiles in parallel):
@@ -94,6 +96,8 @@ MODULES = {
     "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
                           ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_math.cuh",
                            "cuda_common.cuh"), False, 25),
+    "hybrid_cuda": Module("cuda", "the hybrid model's CUDA kernels and ops", ("hybrid_cuda.cpp",), ("hybrid.cu",),
+                          ("error_message.h", "div_sum_scale.h", "device_math.cuh", "cuda_common.cuh"), False, 25),
 }
 
 

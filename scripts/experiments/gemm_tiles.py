@@ -1,0 +1,82 @@
+"""Which tile for kb14::rows_gemm: the library's kernel template at other tile sizes and
+register caps, each checked bit for bit against torch.matmul and timed beside cuBLAS
+(read flush before each call, median) for every row and for a fifth of them.
+
+    python scripts/experiments/gemm_tiles.py [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from harness.timing import make_backend, robust_time  # noqa: E402
+from kernels import jit  # noqa: E402
+
+VARIANTS = {0: "64x128x8, 3/SM", 1: "64x128x8, 4/SM", 2: "128x128x8, 2/SM", 3: "64x128x16, 3/SM",
+            4: "128x64x8, 3/SM", 5: "64x64x8, 4/SM", 6: "128x128x16, 2/SM"}
+
+
+def build():
+    from torch.utils.cpp_extension import load_inline
+
+    src = (Path(__file__).with_name("gemm_tiles.cu")).read_text()
+    arch = "".join(map(str, torch.cuda.get_device_capability()))
+    build_dir = jit.cache_root() / "experiments_gemm_tiles"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    load_inline(name="kb14_gemm_tiles", cpp_sources=[""], cuda_sources=[src], is_python_module=False,
+                extra_cuda_cflags=jit.nvcc_flags(arch), extra_cflags=list(jit.HOST_FLAGS),
+                extra_ldflags=jit.link_flags(), extra_include_paths=[str(ROOT / "kernels")],
+                build_directory=str(build_dir))
+    return torch.ops.kb14_gemm_tiles.rows_gemm_variant
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--json")
+    p.add_argument("--shape", type=int, nargs=3, default=[1024, 8192, 8192], metavar=("M", "K", "N"))
+    args = p.parse_args()
+    op = build()
+    m, k, n = args.shape
+    dev = torch.device("cuda")
+    gen = torch.Generator(device=dev).manual_seed(0)
+    x = torch.rand(m, k, device=dev, generator=gen)
+    w = torch.randn(n, k, device=dev, generator=gen)
+    ref = torch.matmul(x, w.T)
+    backend = make_backend(dev)
+    perm = torch.randperm(m, device=dev, generator=gen).int()
+    rows_all = torch.arange(m, device=dev, dtype=torch.int32)
+    counts = {"all rows": (rows_all, m), "a fifth": (perm, m // 5)}
+    out = {"shape": [m, k, n], "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
+    cublas = robust_time(lambda: torch.matmul(x, w.T), backend=backend, budget_s=2.0, max_calls=200)
+    flop = 2.0 * m * k * n
+    out["cublas_ms"] = cublas["median_ms"]
+    print(f"cuBLAS all rows: {cublas['median_ms']:.3f} ms, {flop / cublas['median_ms'] / 1e9:.1f} TFLOP/s", flush=True)
+    for v, name in VARIANTS.items():
+        for label, (rows, c) in counts.items():
+            count = torch.tensor([c], device=dev, dtype=torch.int32)
+            y = op(x, w, rows, count, v)
+            chosen = rows[:c].long()
+            exact = bool(torch.equal(y[chosen], ref[chosen]))
+            t = robust_time(lambda: op(x, w, rows, count, v), backend=backend, budget_s=2.0, max_calls=200)
+            rate = 2.0 * c * k * n / t["median_ms"] / 1e9
+            out["rows"].append({"variant": name, "rows": label, "count": c, "median_ms": t["median_ms"],
+                                "tflops": rate, "bit_exact": exact,
+                                "vs_cublas_rate": rate / (flop / cublas["median_ms"] / 1e9)})
+            print(f"{name:>18} {label:>9}: {t['median_ms']:.3f} ms, {rate:.1f} TFLOP/s "
+                  f"({out['rows'][-1]['vs_cublas_rate']:.2f} of cuBLAS's), bits {'==' if exact else 'DIFFER'}",
+                  flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
