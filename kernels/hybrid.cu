@@ -203,23 +203,24 @@ __global__ void __launch_bounds__(kSelectThreads)
 
 // ---------------------------------------------------------------------------
 // The exact rows' GEMM. A block computes a BM x BN tile of y for BM gathered rows
-// (slots rows[bx*BM ...]) and BN columns of W, k in slabs of BK through two shared
-// buffers (the next slab's global loads in flight during this slab's FMAs). Each
-// thread holds TM x TN = 8 x 8 accumulators, as two 4-row and two 4-column halves a
-// half-tile apart (16-byte shared loads, no bank conflicts). Every accumulator is one
-// chain acc = fma(x[r,k], w[h,k], acc) over k = 0, 1, ..., K-1 from acc = 0: cuBLAS's
-// order at the calibrated shapes. Blocks past the last gathered row write zeros to
-// the rows not gathered.
+// (slots rows[bx*BM ...]) and BN columns of W. k runs in slabs of BK through kStages
+// shared buffers filled by cp.async (16-byte pieces of 4 consecutive k, kept in that
+// form: As[kq][row] holds x[row, 4kq .. 4kq+3]), so that a block with few rows still
+// has several slabs in flight. Thread (tr, tc) holds 8 x 8 accumulators, rows tr + i*BM/8
+// and columns tc + j*BN/8 (16-byte shared loads that fall on distinct banks). Every
+// accumulator is one chain acc = fma(x[r,k], w[h,k], acc) over k = 0, 1, ..., K-1 from
+// acc = 0: cuBLAS's order at the calibrated shapes. Blocks past the last gathered row
+// write zeros to the rows not gathered.
 // ---------------------------------------------------------------------------
-template <int BM, int BN, int BK>
+template <int BM, int BN, int BK, int kStages>
 struct GemmTile {
-  static constexpr int TM = 8, TN = 8;
-  static constexpr int kThreads = (BM / TM) * (BN / TN);
-  static constexpr int kPad = 4;  // shared rows BM+4, BN+4 floats: the transposed stores spread over banks
-  static constexpr int kALoads = BM * BK / 4 / kThreads;  // 4-element loads per thread per slab
-  static constexpr int kBLoads = BN * BK / 4 / kThreads;
-  static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
-  static_assert(BK % 4 == 0, "slabs of whole vectors");
+  static constexpr int kThreads = (BM / 8) * (BN / 8);
+  static constexpr int KQ = BK / 4;                       // 16-byte pieces per row per slab
+  static constexpr int kAPieces = BM * KQ / kThreads;     // per thread per slab
+  static constexpr int kBPieces = BN * KQ / kThreads;
+  static constexpr int kSmemBytes = kStages * KQ * (BM + BN) * 16;
+  static_assert(BM * KQ % kThreads == 0 && BN * KQ % kThreads == 0, "pieces must divide among threads");
+  static_assert(BK % 4 == 0 && kStages >= 2, "slabs of whole pieces, two buffers at least");
 };
 
 struct GemmArgs {
@@ -231,27 +232,40 @@ struct GemmArgs {
   int64_t M, N, K, x_stride, w_stride;
 };
 
+__device__ __forceinline__ void cp_async16(float4* dst, const float* src, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// Four consecutive k of one row (zeros past K or for a row not gathered).
 template <bool kVector>
-__device__ __forceinline__ float4 load4(const float* p, int64_t k, int64_t K, bool valid) {
-  if (!valid) return make_float4(0.f, 0.f, 0.f, 0.f);
+__device__ __forceinline__ void copy_piece(float4* dst, const float* row, int64_t k, int64_t K, bool valid) {
   if constexpr (kVector) {
-    return *reinterpret_cast<const float4*>(p + k);  // K % 4 == 0, rows 16-byte aligned
+    cp_async16(dst, valid ? row + k : row, valid && k < K);  // K % 4 == 0, rows 16-byte aligned
   } else {
-    float4 v;
-    v.x = k < K ? p[k] : 0.f;
-    v.y = k + 1 < K ? p[k + 1] : 0.f;
-    v.z = k + 2 < K ? p[k + 2] : 0.f;
-    v.w = k + 3 < K ? p[k + 3] : 0.f;
-    return v;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (valid) {
+      v.x = k < K ? row[k] : 0.f;
+      v.y = k + 1 < K ? row[k + 1] : 0.f;
+      v.z = k + 2 < K ? row[k + 2] : 0.f;
+      v.w = k + 3 < K ? row[k + 3] : 0.f;
+    }
+    *dst = v;
   }
 }
 
-template <int BM, int BN, int BK, int kMinBlocks, bool kVector>
-__global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
-  using Tile = GemmTile<BM, BN, BK>;
-  constexpr int T = Tile::kThreads, P = Tile::kPad;
-  __shared__ __align__(16) float As[2][BK][BM + P];
-  __shared__ __align__(16) float Bs[2][BK][BN + P];
+__device__ __forceinline__ float lane(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+template <int BM, int BN, int BK, int kStages, int kMinBlocks, bool kVector>
+__global__ void __launch_bounds__(GemmTile<BM, BN, BK, kStages>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
+  using Tile = GemmTile<BM, BN, BK, kStages>;
+  constexpr int T = Tile::kThreads, KQ = Tile::KQ;
+  extern __shared__ float4 smem[];
+  float4* As = smem;                        // [stage][KQ][BM]
+  float4* Bs = smem + kStages * KQ * BM;    // [stage][KQ][BN]
   const int tid = threadIdx.x;
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
@@ -267,88 +281,79 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) ro
     }
     return;
   }
-  // What this thread loads: element (row, k4 .. k4+3) of the A and B slabs.
-  const float* a_src[Tile::kALoads];
-  bool a_ok[Tile::kALoads];
-  int a_row[Tile::kALoads], a_k[Tile::kALoads];
+  // This thread's pieces of each slab: piece p = tid + i*T is (row p / KQ, k-piece p % KQ).
+  const float* a_row[Tile::kAPieces];
+  bool a_ok[Tile::kAPieces];
 #pragma unroll
-  for (int i = 0; i < Tile::kALoads; ++i) {
-    const int idx = tid + i * T;
-    a_row[i] = idx / (BK / 4);
-    a_k[i] = idx % (BK / 4) * 4;
-    const int64_t slot = slot0 + a_row[i];
+  for (int i = 0; i < Tile::kAPieces; ++i) {
+    const int64_t slot = slot0 + (tid + i * T) / KQ;
     const int64_t r = slot < count ? a.rows[slot] : -1;
     a_ok[i] = r >= 0 && r < a.M;
-    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0);
+    a_row[i] = a.x + (a_ok[i] ? r * a.x_stride : 0);
   }
-  const float* b_src[Tile::kBLoads];
-  bool b_ok[Tile::kBLoads];
-  int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
+  const float* b_row[Tile::kBPieces];
+  bool b_ok[Tile::kBPieces];
 #pragma unroll
-  for (int i = 0; i < Tile::kBLoads; ++i) {
-    const int idx = tid + i * T;
-    b_row[i] = idx / (BK / 4);
-    b_k[i] = idx % (BK / 4) * 4;
-    b_ok[i] = h0 + b_row[i] < a.N;
-    b_src[i] = a.w + (b_ok[i] ? (h0 + b_row[i]) * a.w_stride : 0);
+  for (int i = 0; i < Tile::kBPieces; ++i) {
+    const int64_t h = h0 + (tid + i * T) / KQ;
+    b_ok[i] = h < a.N;
+    b_row[i] = a.w + (b_ok[i] ? h * a.w_stride : 0);
   }
-  float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
-  auto load_slab = [&](int64_t k0) {
+  const int64_t slabs = (a.K + BK - 1) / BK;
+  auto issue = [&](int64_t s) {
+    if (s < slabs) {
+      const int stage = static_cast<int>(s % kStages);
+      const int64_t k0 = s * BK;
 #pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = load4<kVector>(a_src[i], k0 + a_k[i], a.K, a_ok[i] && k0 + a_k[i] < a.K);
+      for (int i = 0; i < Tile::kAPieces; ++i) {
+        const int p = tid + i * T;
+        copy_piece<kVector>(&As[(stage * KQ + p % KQ) * BM + p / KQ], a_row[i], k0 + p % KQ * 4, a.K, a_ok[i]);
+      }
 #pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = load4<kVector>(b_src[i], k0 + b_k[i], a.K, b_ok[i] && k0 + b_k[i] < a.K);
-  };
-  auto store_slab = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) {
-      As[buf][a_k[i] + 0][a_row[i]] = a_reg[i].x;
-      As[buf][a_k[i] + 1][a_row[i]] = a_reg[i].y;
-      As[buf][a_k[i] + 2][a_row[i]] = a_reg[i].z;
-      As[buf][a_k[i] + 3][a_row[i]] = a_reg[i].w;
+      for (int i = 0; i < Tile::kBPieces; ++i) {
+        const int p = tid + i * T;
+        copy_piece<kVector>(&Bs[(stage * KQ + p % KQ) * BN + p / KQ], b_row[i], k0 + p % KQ * 4, a.K, b_ok[i]);
+      }
     }
-#pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) {
-      Bs[buf][b_k[i] + 0][b_row[i]] = b_reg[i].x;
-      Bs[buf][b_k[i] + 1][b_row[i]] = b_reg[i].y;
-      Bs[buf][b_k[i] + 2][b_row[i]] = b_reg[i].z;
-      Bs[buf][b_k[i] + 3][b_row[i]] = b_reg[i].w;
-    }
+    if constexpr (kVector) cp_async_commit();  // every call commits a group, empty or not: the waits count them
   };
-  const int tr = tid / (BN / Tile::TN), tc = tid % (BN / Tile::TN);
+
+  const int tr = tid / (BN / 8), tc = tid % (BN / 8);
   float acc[8][8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
 
-  const int64_t slabs = (a.K + BK - 1) / BK;
-  load_slab(0);
-  store_slab(0);
-  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue(s);
   for (int64_t s = 0; s < slabs; ++s) {
-    const int buf = static_cast<int>(s & 1);
-    if (s + 1 < slabs) load_slab((s + 1) * BK);
+    if constexpr (kVector) cp_async_wait<kStages - 2>();
+    __syncthreads();  // slab s is in; every thread is done with the stage the next issue refills
+    issue(s + kStages - 1);
+    const int stage = static_cast<int>(s % kStages);
 #pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][tr * 4]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][BM / 2 + tr * 4]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tc * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][BN / 2 + tc * 4]);
-      const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+    for (int kq = 0; kq < KQ; ++kq) {
+      const float4* a_p = &As[(stage * KQ + kq) * BM + tr];
+      const float4* b_p = &Bs[(stage * KQ + kq) * BN + tc];
+      float4 av[8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int i = 0; i < 8; ++i) av[i] = a_p[i * (BM / 8)];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+      for (int j = 0; j < 8; ++j) {
+        const float4 bv = b_p[j * (BN / 8)];
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[i][j] = __fmaf_rn(lane(av[i], kk), lane(bv, kk), acc[i][j]);
+      }
     }
-    if (s + 1 < slabs) store_slab(buf ^ 1);
-    __syncthreads();
   }
+  if constexpr (kVector) cp_async_wait<0>();
   // Rows past the count in this tile are not gathered: they get zeros.
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const int64_t slot = slot0 + (i < 4 ? tr * 4 + i : BM / 2 + tr * 4 + i - 4);
+    const int64_t slot = slot0 + tr + i * (BM / 8);
     if (slot >= a.M) continue;
     const bool computed = slot < count;
     const int64_t r = a.rows[slot];
@@ -356,10 +361,31 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) ro
     float* dst = a.y + r * a.N;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int64_t h = h0 + (j < 4 ? tc * 4 + j : BN / 2 + tc * 4 + j - 4);
+      const int64_t h = h0 + tc + j * (BN / 8);
       if (h < a.N) dst[h] = computed ? acc[i][j] : 0.f;
     }
   }
+}
+
+// Launches the kernel of one tile (raising its dynamic shared memory limit once).
+template <int BM, int BN, int BK, int kStages, int kMinBlocks>
+void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
+  using Tile = GemmTile<BM, BN, BK, kStages>;
+  static const bool raised = [] {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, true>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+    C10_CUDA_CHECK(cudaFuncSetAttribute(rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, false>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+    return true;
+  }();
+  (void)raised;
+  const dim3 grid(static_cast<unsigned>(div_up(a.M, BM)), static_cast<unsigned>(div_up(a.N, BN)));
+  if (vector) {
+    rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, true><<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
+  } else {
+    rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, false><<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // ---------------------------------------------------------------------------
@@ -439,8 +465,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   return {approx, exact, rows, count};
 }
 
-// The library's tile, and blocks per SM its register cap allows (the choice: results/kernel_notes.md).
-constexpr int kBM = 64, kBN = 128, kBK = 8, kMinBlocks = 3;
+// The library's tile: BM x BN x BK, stages, blocks per SM its register cap allows
+// (the tiles compared: scripts/experiments/gemm_tiles.py, results/kernel_notes.md).
+constexpr int kBM = 64, kBN = 128, kBK = 8, kStages = 6, kMinBlocks = 3;
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
                           const at::Tensor& count) {
@@ -466,16 +493,8 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16 == 0 && t.stride(0) % 4 == 0;
   };
-  const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
-  const dim3 grid(static_cast<unsigned>(div_up(M, kBM)), static_cast<unsigned>(div_up(N, kBN)));
-  constexpr int threads = GemmTile<kBM, kBN, kBK>::kThreads;
-  auto stream = c10::cuda::getCurrentCUDAStream();
-  if (vector) {
-    rows_gemm_kernel<kBM, kBN, kBK, kMinBlocks, true><<<grid, threads, 0, stream>>>(a);
-  } else {
-    rows_gemm_kernel<kBM, kBN, kBK, kMinBlocks, false><<<grid, threads, 0, stream>>>(a);
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_rows_gemm<kBM, kBN, kBK, kStages, kMinBlocks>(a, K % 4 == 0 && aligned(x) && aligned(w),
+                                                       c10::cuda::getCurrentCUDAStream());
   return y;
 }
 

@@ -49,7 +49,7 @@ ORDER_PROBE = torch.ops.kb14.gemm_order_probe.default
 # One rounding to nearest of v: variance KAPPA * v^2 (log-uniform mantissa; see above).
 KAPPA = 2.0**-46 * (0.75 / (2 * math.log(2))) / 12
 # Safety factor on the predicted standard deviation (the measured ratios: kernel_notes.md).
-SIGMA_FACTOR = 1.25
+SIGMA_FACTOR = 1.1
 # The check the selection is sized for: KernelBench's fp32 tolerance, five trials a check,
 # at most one failing check in 1e9 (union bound over every approximate row of the trials).
 ATOL = RTOL = 1e-4
@@ -253,8 +253,7 @@ def order_key(x: torch.Tensor, weight: torch.Tensor) -> str:
 def layout_key(x: torch.Tensor, weight: torch.Tensor) -> tuple:
     """What torch.compile's tracing can read of order_key (no pointers, no device queries):
     the decisions of eager calls are kept under it for traced ones."""
-    return (x.device.index, x.dtype, tuple(x.shape), tuple(x.stride()), x.storage_offset() % 4,
-            tuple(weight.shape), tuple(weight.stride()), weight.storage_offset() % 4)
+    return (x.device.index, x.dtype, tuple(x.shape), tuple(x.stride()), tuple(weight.shape), tuple(weight.stride()))
 
 
 def _load_disk() -> dict:
@@ -314,8 +313,8 @@ def calibrated_order(x: torch.Tensor, weight: torch.Tensor) -> dict | None:
     if torch.compiler.is_compiling():
         return _decisions.get(layout_key(x, weight))
     found = _calibrated_order(x, weight)
-    if found is not None:
-        _decisions[layout_key(x, weight)] = found
+    if found is not None and x.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0:
+        _decisions[layout_key(x, weight)] = found  # traced calls see no pointer: aligned layouts only
     return found
 
 

@@ -209,6 +209,19 @@ def part_timing(args) -> dict:
                 m(x)
         rows = _timing_rows(ms, {n: x for n in ms}, backend, args.kb_trials)
         res[kind] = rows
+        hyb = ms["ModelNewHybrid"]
+        w = hyb.weight
+        stats = hyb.weight_statistics()
+        with torch.no_grad():
+            approx, mask, sel, count = hybrid_ops.hybrid_rows(x, stats, SCALE / 2, w.shape[0])
+            y = hybrid_ops.rows_gemm(x, w, sel, count)
+            parts = {"hybrid_rows": lambda: hybrid_ops.hybrid_rows(x, stats, SCALE / 2, w.shape[0]),
+                     "rows_gemm": lambda: hybrid_ops.rows_gemm(x, w, sel, count),
+                     "div_sum_scale": lambda: modelnew.kernels.div_sum_scale(y, 2, SCALE)}
+            res[kind + " parts"] = {n: robust_time(f, backend=backend, budget_s=1.0, max_calls=200)["median_ms"]
+                                    for n, f in parts.items()}
+            res[kind + " parts"]["exact_rows"] = int(count.item())
+        say(f"timing [{kind}] parts (read flush medians, ms): {res[kind + ' parts']}")
         for r in rows:
             say(f"timing [{kind}] {r['model']:>15}: KernelBench {r['kernelbench_mean_ms']:.3f} ms "
                 f"({r['speedup_kernelbench']:.2f}x), read flush median {r['read_flush_median_ms']:.3f} ms "

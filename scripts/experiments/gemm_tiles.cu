@@ -1,5 +1,5 @@
 // Other instantiations of the library's rows_gemm kernel (kernels/hybrid.cu), for
-// scripts/experiments/gemm_tiles.py: the tile sizes and register caps it compares.
+// scripts/experiments/gemm_tiles.py: the tile sizes, stages and register caps it compares.
 #include "hybrid.cu"
 
 #include <torch/library.h>
@@ -7,31 +7,25 @@
 namespace kb14 {
 namespace hybrid_cuda {
 
-template <int BM, int BN, int BK, int MinBlocks>
-at::Tensor rows_gemm_tile(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
+at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
+                             int64_t variant) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   at::Tensor y = at::empty({M, N}, x.options());
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
              rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0)};
-  const dim3 grid(static_cast<unsigned>(div_up(M, BM)), static_cast<unsigned>(div_up(N, BN)));
-  rows_gemm_kernel<BM, BN, BK, MinBlocks, true>
-      <<<grid, GemmTile<BM, BN, BK>::kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(a);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return y;
-}
-
-at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
-                             int64_t variant) {
+  auto s = c10::cuda::getCurrentCUDAStream();
   switch (variant) {
-    case 0: return rows_gemm_tile<64, 128, 8, 3>(x, w, rows, count);
-    case 1: return rows_gemm_tile<64, 128, 8, 4>(x, w, rows, count);
-    case 2: return rows_gemm_tile<128, 128, 8, 2>(x, w, rows, count);
-    case 3: return rows_gemm_tile<64, 128, 16, 3>(x, w, rows, count);
-    case 4: return rows_gemm_tile<128, 64, 8, 3>(x, w, rows, count);
-    case 5: return rows_gemm_tile<64, 64, 8, 4>(x, w, rows, count);
-    case 6: return rows_gemm_tile<128, 128, 16, 2>(x, w, rows, count);
+    case 0: launch_rows_gemm<64, 128, 16, 4, 3>(a, true, s); break;
+    case 1: launch_rows_gemm<64, 128, 16, 4, 2>(a, true, s); break;
+    case 2: launch_rows_gemm<64, 128, 8, 6, 3>(a, true, s); break;
+    case 3: launch_rows_gemm<128, 128, 16, 3, 1>(a, true, s); break;
+    case 4: launch_rows_gemm<64, 128, 8, 4, 3>(a, true, s); break;
+    case 5: launch_rows_gemm<64, 64, 16, 4, 4>(a, true, s); break;
+    case 6: launch_rows_gemm<64, 128, 32, 3, 2>(a, true, s); break;
+    case 7: launch_rows_gemm<32, 128, 16, 4, 4>(a, true, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
+  return y;
 }
 
 }  // namespace hybrid_cuda

@@ -20,8 +20,9 @@ sys.path.insert(0, str(ROOT))
 from harness.timing import make_backend, robust_time  # noqa: E402
 from kernels import jit  # noqa: E402
 
-VARIANTS = {0: "64x128x8, 3/SM", 1: "64x128x8, 4/SM", 2: "128x128x8, 2/SM", 3: "64x128x16, 3/SM",
-            4: "128x64x8, 3/SM", 5: "64x64x8, 4/SM", 6: "128x128x16, 2/SM"}
+VARIANTS = {0: "64x128x16, 4 stages, 3/SM", 1: "64x128x16, 4 stages, 2/SM", 2: "64x128x8, 6 stages, 3/SM",
+            3: "128x128x16, 3 stages, 1/SM", 4: "64x128x8, 4 stages, 3/SM", 5: "64x64x16, 4 stages, 4/SM",
+            6: "64x128x32, 3 stages, 2/SM", 7: "32x128x16, 4 stages, 4/SM"}
 
 
 def build():
