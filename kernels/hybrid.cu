@@ -62,37 +62,52 @@ __device__ __forceinline__ double block_sum(double v, double* shared, int slot) 
   return v;
 }
 
-__global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a) {
-  __shared__ double partial[kSums * (kStatsThreads / 32)];
-  const int64_t row = blockIdx.x;
-  const float* x = a.x + row * a.row_stride;
+constexpr int kStatsRows = 4;  // rows per block: each vector element read once serves them all
+
+__global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, int64_t M) {
+  constexpr int W = kStatsThreads / 32;
+  __shared__ double partial[kStatsRows * kSums * W];
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kStatsRows;
+  const int rows = static_cast<int>(M - row0 < kStatsRows ? M - row0 : kStatsRows);
   const double* c = a.vectors;
   const double* beta = c + a.K;
   const double* omega = beta + a.K;
   const double* beta1 = omega + a.K;
   const double* omega1 = beta1 + a.K;
-  double s[kSums] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  double s[kStatsRows][kSums];
+#pragma unroll
+  for (int r = 0; r < kStatsRows; ++r)
+#pragma unroll
+    for (int i = 0; i < kSums; ++i) s[r][i] = 0;
   for (int64_t k = threadIdx.x; k < a.K; k += kStatsThreads) {
-    const double v = x[k], vv = v * v;
-    s[0] += v;
-    s[1] += vv;
-    s[2] = fma(v, c[k], s[2]);
-    s[3] = fma(v, beta[k], s[3]);
-    s[4] = fma(v, omega[k], s[4]);
-    s[5] = fma(v, beta1[k], s[5]);
-    s[6] = fma(v, omega1[k], s[6]);
-    s[7] = fma(vv, omega[k], s[7]);
-    s[8] = fma(vv, omega1[k], s[8]);
+    const double ck = c[k], bk = beta[k], ok = omega[k], b1k = beta1[k], o1k = omega1[k];
+#pragma unroll
+    for (int r = 0; r < kStatsRows; ++r) {
+      if (r >= rows) break;
+      const double v = a.x[(row0 + r) * a.row_stride + k], vv = v * v;
+      s[r][0] += v;
+      s[r][1] += vv;
+      s[r][2] = fma(v, ck, s[r][2]);
+      s[r][3] = fma(v, bk, s[r][3]);
+      s[r][4] = fma(v, ok, s[r][4]);
+      s[r][5] = fma(v, b1k, s[r][5]);
+      s[r][6] = fma(v, o1k, s[r][6]);
+      s[r][7] = fma(vv, ok, s[r][7]);
+      s[r][8] = fma(vv, o1k, s[r][8]);
+    }
   }
 #pragma unroll
-  for (int i = 0; i < kSums; ++i) block_sum(s[i], partial, i);
+  for (int r = 0; r < kStatsRows; ++r)
+#pragma unroll
+    for (int i = 0; i < kSums; ++i) block_sum(s[r][i], partial, r * kSums + i);
   __syncthreads();
-  if (threadIdx.x != 0) return;
+  if (threadIdx.x >= rows) return;
+  const int64_t row = row0 + threadIdx.x;
   double t[kSums];
 #pragma unroll
   for (int i = 0; i < kSums; ++i) {
     t[i] = 0;
-    for (int w = 0; w < kStatsThreads / 32; ++w) t[i] += partial[i * (kStatsThreads / 32) + w];
+    for (int w = 0; w < W; ++w) t[i] += partial[(threadIdx.x * kSums + i) * W + w];
   }
   const double* g = a.scalars;
   const double K = static_cast<double>(a.K);
@@ -145,18 +160,18 @@ __device__ double block_reduce_sum(double v, double* shared) {
 }
 
 __global__ void __launch_bounds__(kSelectThreads)
-    select_rows_kernel(const double* __restrict__ z, int64_t M, double budget, bool* __restrict__ exact,
-                       int32_t* __restrict__ rows, int32_t* __restrict__ count) {
+    select_rows_kernel(const double* __restrict__ z, double* __restrict__ risk_of, int64_t M, double budget,
+                       bool* __restrict__ exact, int32_t* __restrict__ rows, int32_t* __restrict__ count) {
   __shared__ double shared[kSelectThreads / 32];
   __shared__ int32_t scan[kSelectThreads];
-  // Bisection on t: the risk above t only falls as t grows; 60 halvings of [0, 64].
+  for (int64_t i = threadIdx.x; i < M; i += kSelectThreads) risk_of[i] = erfc(z[i] * M_SQRT1_2);
+  // Bisection on t: the risk above t only falls as t grows; 40 halvings of [0, 64].
   double lo = 0.0, hi = 64.0;
-  for (int it = 0; it < 60; ++it) {
+  for (int it = 0; it < 40; ++it) {
     const double t = 0.5 * (lo + hi);
     double risk = 0;
     for (int64_t i = threadIdx.x; i < M; i += kSelectThreads) {
-      const double zi = z[i];
-      if (zi >= t) risk += erfc(zi * M_SQRT1_2);
+      if (z[i] >= t) risk += risk_of[i];
     }
     if (block_reduce_sum(risk, shared) <= budget) hi = t; else lo = t;
   }
@@ -203,24 +218,24 @@ __global__ void __launch_bounds__(kSelectThreads)
 
 // ---------------------------------------------------------------------------
 // The exact rows' GEMM. A block computes a BM x BN tile of y for BM gathered rows
-// (slots rows[bx*BM ...]) and BN columns of W. k runs in slabs of BK through kStages
-// shared buffers filled by cp.async (16-byte pieces of 4 consecutive k, kept in that
-// form: As[kq][row] holds x[row, 4kq .. 4kq+3]), so that a block with few rows still
-// has several slabs in flight. Thread (tr, tc) holds 8 x 8 accumulators, rows tr + i*BM/8
-// and columns tc + j*BN/8 (16-byte shared loads that fall on distinct banks). Every
-// accumulator is one chain acc = fma(x[r,k], w[h,k], acc) over k = 0, 1, ..., K-1 from
-// acc = 0: cuBLAS's order at the calibrated shapes. Blocks past the last gathered row
-// write zeros to the rows not gathered.
+// (slots rows[bx*BM ...]) and BN columns of W, k in slabs of BK through two shared
+// buffers (the next slab's global loads in flight during this slab's FMAs). Each
+// thread holds TM x TN = 8 x 8 accumulators, as two 4-row and two 4-column halves a
+// half-tile apart (16-byte shared loads, no bank conflicts). Every accumulator is one
+// chain acc = fma(x[r,k], w[h,k], acc) over k = 0, 1, ..., K-1 from acc = 0: cuBLAS's
+// order at the calibrated shapes. Blocks past the last gathered row write zeros to
+// the rows not gathered. Two tiles are launched, one for few rows and one for many:
+// each runs only when the row count is in its range (the count is on the device).
 // ---------------------------------------------------------------------------
-template <int BM, int BN, int BK, int kStages>
+template <int BM, int BN, int BK>
 struct GemmTile {
-  static constexpr int kThreads = (BM / 8) * (BN / 8);
-  static constexpr int KQ = BK / 4;                       // 16-byte pieces per row per slab
-  static constexpr int kAPieces = BM * KQ / kThreads;     // per thread per slab
-  static constexpr int kBPieces = BN * KQ / kThreads;
-  static constexpr int kSmemBytes = kStages * KQ * (BM + BN) * 16;
-  static_assert(BM * KQ % kThreads == 0 && BN * KQ % kThreads == 0, "pieces must divide among threads");
-  static_assert(BK % 4 == 0 && kStages >= 2, "slabs of whole pieces, two buffers at least");
+  static constexpr int TM = 8, TN = 8;
+  static constexpr int kThreads = (BM / TM) * (BN / TN);
+  static constexpr int kPad = 4;  // shared rows BM+4, BN+4 floats: the transposed stores spread over banks
+  static constexpr int kALoads = BM * BK / 4 / kThreads;  // 4-element loads per thread per slab
+  static constexpr int kBLoads = BN * BK / 4 / kThreads;
+  static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
+  static_assert(BK % 4 == 0, "slabs of whole vectors");
 };
 
 struct GemmArgs {
@@ -230,45 +245,34 @@ struct GemmArgs {
   const int32_t* rows;
   const int32_t* count;
   int64_t M, N, K, x_stride, w_stride;
+  int64_t min_count, max_count;  // this launch runs only for a row count in [min_count, max_count]
 };
 
-__device__ __forceinline__ void cp_async16(float4* dst, const float* src, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-// Four consecutive k of one row (zeros past K or for a row not gathered).
 template <bool kVector>
-__device__ __forceinline__ void copy_piece(float4* dst, const float* row, int64_t k, int64_t K, bool valid) {
+__device__ __forceinline__ float4 load4(const float* p, int64_t k, int64_t K, bool valid) {
+  if (!valid) return make_float4(0.f, 0.f, 0.f, 0.f);
   if constexpr (kVector) {
-    cp_async16(dst, valid ? row + k : row, valid && k < K);  // K % 4 == 0, rows 16-byte aligned
+    return *reinterpret_cast<const float4*>(p + k);  // K % 4 == 0, rows 16-byte aligned
   } else {
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (valid) {
-      v.x = k < K ? row[k] : 0.f;
-      v.y = k + 1 < K ? row[k + 1] : 0.f;
-      v.z = k + 2 < K ? row[k + 2] : 0.f;
-      v.w = k + 3 < K ? row[k + 3] : 0.f;
-    }
-    *dst = v;
+    float4 v;
+    v.x = k < K ? p[k] : 0.f;
+    v.y = k + 1 < K ? p[k + 1] : 0.f;
+    v.z = k + 2 < K ? p[k + 2] : 0.f;
+    v.w = k + 3 < K ? p[k + 3] : 0.f;
+    return v;
   }
 }
 
-__device__ __forceinline__ float lane(const float4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
-
-template <int BM, int BN, int BK, int kStages, int kMinBlocks, bool kVector>
-__global__ void __launch_bounds__(GemmTile<BM, BN, BK, kStages>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
-  using Tile = GemmTile<BM, BN, BK, kStages>;
-  constexpr int T = Tile::kThreads, KQ = Tile::KQ;
-  extern __shared__ float4 smem[];
-  float4* As = smem;                        // [stage][KQ][BM]
-  float4* Bs = smem + kStages * KQ * BM;    // [stage][KQ][BN]
+template <int BM, int BN, int BK, int kMinBlocks, bool kVector>
+__global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
+  using Tile = GemmTile<BM, BN, BK>;
+  constexpr int T = Tile::kThreads, P = Tile::kPad;
+  __shared__ __align__(16) float As[2][BK][BM + P];
+  __shared__ __align__(16) float Bs[2][BK][BN + P];
   const int tid = threadIdx.x;
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;  // the other tile's launch has it
   const int64_t slot0 = static_cast<int64_t>(blockIdx.x) * BM;
   const int64_t h0 = static_cast<int64_t>(blockIdx.y) * BN;
   if (slot0 >= count) {
@@ -281,79 +285,88 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, kStages>::kThreads, kMinB
     }
     return;
   }
-  // This thread's pieces of each slab: piece p = tid + i*T is (row p / KQ, k-piece p % KQ).
-  const float* a_row[Tile::kAPieces];
-  bool a_ok[Tile::kAPieces];
+  // What this thread loads: element (row, k4 .. k4+3) of the A and B slabs.
+  const float* a_src[Tile::kALoads];
+  bool a_ok[Tile::kALoads];
+  int a_row[Tile::kALoads], a_k[Tile::kALoads];
 #pragma unroll
-  for (int i = 0; i < Tile::kAPieces; ++i) {
-    const int64_t slot = slot0 + (tid + i * T) / KQ;
+  for (int i = 0; i < Tile::kALoads; ++i) {
+    const int idx = tid + i * T;
+    a_row[i] = idx / (BK / 4);
+    a_k[i] = idx % (BK / 4) * 4;
+    const int64_t slot = slot0 + a_row[i];
     const int64_t r = slot < count ? a.rows[slot] : -1;
     a_ok[i] = r >= 0 && r < a.M;
-    a_row[i] = a.x + (a_ok[i] ? r * a.x_stride : 0);
+    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0);
   }
-  const float* b_row[Tile::kBPieces];
-  bool b_ok[Tile::kBPieces];
+  const float* b_src[Tile::kBLoads];
+  bool b_ok[Tile::kBLoads];
+  int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
 #pragma unroll
-  for (int i = 0; i < Tile::kBPieces; ++i) {
-    const int64_t h = h0 + (tid + i * T) / KQ;
-    b_ok[i] = h < a.N;
-    b_row[i] = a.w + (b_ok[i] ? h * a.w_stride : 0);
+  for (int i = 0; i < Tile::kBLoads; ++i) {
+    const int idx = tid + i * T;
+    b_row[i] = idx / (BK / 4);
+    b_k[i] = idx % (BK / 4) * 4;
+    b_ok[i] = h0 + b_row[i] < a.N;
+    b_src[i] = a.w + (b_ok[i] ? (h0 + b_row[i]) * a.w_stride : 0);
   }
-  const int64_t slabs = (a.K + BK - 1) / BK;
-  auto issue = [&](int64_t s) {
-    if (s < slabs) {
-      const int stage = static_cast<int>(s % kStages);
-      const int64_t k0 = s * BK;
+  float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
+  auto load_slab = [&](int64_t k0) {
 #pragma unroll
-      for (int i = 0; i < Tile::kAPieces; ++i) {
-        const int p = tid + i * T;
-        copy_piece<kVector>(&As[(stage * KQ + p % KQ) * BM + p / KQ], a_row[i], k0 + p % KQ * 4, a.K, a_ok[i]);
-      }
+    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = load4<kVector>(a_src[i], k0 + a_k[i], a.K, a_ok[i] && k0 + a_k[i] < a.K);
 #pragma unroll
-      for (int i = 0; i < Tile::kBPieces; ++i) {
-        const int p = tid + i * T;
-        copy_piece<kVector>(&Bs[(stage * KQ + p % KQ) * BN + p / KQ], b_row[i], k0 + p % KQ * 4, a.K, b_ok[i]);
-      }
-    }
-    if constexpr (kVector) cp_async_commit();  // every call commits a group, empty or not: the waits count them
+    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = load4<kVector>(b_src[i], k0 + b_k[i], a.K, b_ok[i] && k0 + b_k[i] < a.K);
   };
-
-  const int tr = tid / (BN / 8), tc = tid % (BN / 8);
+  auto store_slab = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < Tile::kALoads; ++i) {
+      As[buf][a_k[i] + 0][a_row[i]] = a_reg[i].x;
+      As[buf][a_k[i] + 1][a_row[i]] = a_reg[i].y;
+      As[buf][a_k[i] + 2][a_row[i]] = a_reg[i].z;
+      As[buf][a_k[i] + 3][a_row[i]] = a_reg[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < Tile::kBLoads; ++i) {
+      Bs[buf][b_k[i] + 0][b_row[i]] = b_reg[i].x;
+      Bs[buf][b_k[i] + 1][b_row[i]] = b_reg[i].y;
+      Bs[buf][b_k[i] + 2][b_row[i]] = b_reg[i].z;
+      Bs[buf][b_k[i] + 3][b_row[i]] = b_reg[i].w;
+    }
+  };
+  const int tr = tid / (BN / Tile::TN), tc = tid % (BN / Tile::TN);
   float acc[8][8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
 
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue(s);
+  const int64_t slabs = (a.K + BK - 1) / BK;
+  load_slab(0);
+  store_slab(0);
+  __syncthreads();
   for (int64_t s = 0; s < slabs; ++s) {
-    if constexpr (kVector) cp_async_wait<kStages - 2>();
-    __syncthreads();  // slab s is in; every thread is done with the stage the next issue refills
-    issue(s + kStages - 1);
-    const int stage = static_cast<int>(s % kStages);
+    const int buf = static_cast<int>(s & 1);
+    if (s + 1 < slabs) load_slab((s + 1) * BK);
 #pragma unroll
-    for (int kq = 0; kq < KQ; ++kq) {
-      const float4* a_p = &As[(stage * KQ + kq) * BM + tr];
-      const float4* b_p = &Bs[(stage * KQ + kq) * BN + tc];
-      float4 av[8];
+    for (int k = 0; k < BK; ++k) {
+      const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][tr * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][BM / 2 + tr * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tc * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][BN / 2 + tc * 4]);
+      const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-      for (int i = 0; i < 8; ++i) av[i] = a_p[i * (BM / 8)];
+      for (int i = 0; i < 8; ++i)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float4 bv = b_p[j * (BN / 8)];
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[i][j] = __fmaf_rn(lane(av[i], kk), lane(bv, kk), acc[i][j]);
-      }
+        for (int j = 0; j < 8; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
     }
+    if (s + 1 < slabs) store_slab(buf ^ 1);
+    __syncthreads();
   }
-  if constexpr (kVector) cp_async_wait<0>();
   // Rows past the count in this tile are not gathered: they get zeros.
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const int64_t slot = slot0 + tr + i * (BM / 8);
+    const int64_t slot = slot0 + (i < 4 ? tr * 4 + i : BM / 2 + tr * 4 + i - 4);
     if (slot >= a.M) continue;
     const bool computed = slot < count;
     const int64_t r = a.rows[slot];
@@ -361,29 +374,20 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, kStages>::kThreads, kMinB
     float* dst = a.y + r * a.N;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int64_t h = h0 + tc + j * (BN / 8);
+      const int64_t h = h0 + (j < 4 ? tc * 4 + j : BN / 2 + tc * 4 + j - 4);
       if (h < a.N) dst[h] = computed ? acc[i][j] : 0.f;
     }
   }
 }
 
-// Launches the kernel of one tile (raising its dynamic shared memory limit once).
-template <int BM, int BN, int BK, int kStages, int kMinBlocks>
+template <int BM, int BN, int BK, int kMinBlocks>
 void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
-  using Tile = GemmTile<BM, BN, BK, kStages>;
-  static const bool raised = [] {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-    C10_CUDA_CHECK(cudaFuncSetAttribute(rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, false>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-    return true;
-  }();
-  (void)raised;
   const dim3 grid(static_cast<unsigned>(div_up(a.M, BM)), static_cast<unsigned>(div_up(a.N, BN)));
+  constexpr int threads = GemmTile<BM, BN, BK>::kThreads;
   if (vector) {
-    rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, true><<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
+    rows_gemm_kernel<BM, BN, BK, kMinBlocks, true><<<grid, threads, 0, stream>>>(a);
   } else {
-    rows_gemm_kernel<BM, BN, BK, kStages, kMinBlocks, false><<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
+    rows_gemm_kernel<BM, BN, BK, kMinBlocks, false><<<grid, threads, 0, stream>>>(a);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -450,14 +454,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   at::Tensor rows = at::empty({M}, opts.dtype(at::kInt));
   at::Tensor count = at::empty({1}, opts.dtype(at::kInt));
   if (M == 0) return {approx, exact, rows, count.zero_()};
-  at::Tensor z = at::empty({M}, opts.dtype(at::kDouble));
+  at::Tensor z = at::empty({2, M}, opts.dtype(at::kDouble));  // z, then each row's risk
   auto stream = c10::cuda::getCurrentCUDAStream();
   StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, vectors.const_data_ptr<double>(),
               scalars.const_data_ptr<double>(), scale, kappa, tail_depth, sigma_factor, atol, rtol,
               approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>()};
-  row_stats_kernel<<<static_cast<unsigned>(M), kStatsThreads, 0, stream>>>(s);
+  row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  select_rows_kernel<<<1, kSelectThreads, 0, stream>>>(z.const_data_ptr<double>(), M, budget,
+  select_rows_kernel<<<1, kSelectThreads, 0, stream>>>(z.const_data_ptr<double>(), z.mutable_data_ptr<double>() + M,
+                                                        M, budget,
                                                         exact.mutable_data_ptr<bool>(),
                                                         rows.mutable_data_ptr<int32_t>(),
                                                         count.mutable_data_ptr<int32_t>());
@@ -465,9 +470,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   return {approx, exact, rows, count};
 }
 
-// The library's tile: BM x BN x BK, stages, blocks per SM its register cap allows
-// (the tiles compared: scripts/experiments/gemm_tiles.py, results/kernel_notes.md).
-constexpr int kBM = 64, kBN = 128, kBK = 8, kStages = 6, kMinBlocks = 3;
+// The library's two tiles (BM x BN x BK, blocks per SM its register cap allows) and the
+// row count where one hands over to the other: scripts/experiments/gemm_tiles.py measured
+// them against the others (results/kernel_notes.md, "rows_gemm").
+constexpr int kFewBM = 64, kFewBN = 128, kFewBK = 16, kFewMinBlocks = 3;
+constexpr int kManyBM = 128, kManyBN = 128, kManyBK = 8, kManyMinBlocks = 2;
+constexpr double kManyFrom = 0.5;  // share of the rows from which the many-rows tile runs
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
                           const at::Tensor& count) {
@@ -488,13 +496,19 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   const at::Tensor r = rows.is_contiguous() ? rows : rows.contiguous();
   at::Tensor y = at::empty({M, N}, x.options());
   if (M == 0 || N == 0) return y;
+  const int64_t split = static_cast<int64_t>(kManyFrom * static_cast<double>(M));
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
-             r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0)};
+             r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0),
+             0, split};
   auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16 == 0 && t.stride(0) % 4 == 0;
   };
-  launch_rows_gemm<kBM, kBN, kBK, kStages, kMinBlocks>(a, K % 4 == 0 && aligned(x) && aligned(w),
-                                                       c10::cuda::getCurrentCUDAStream());
+  const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  launch_rows_gemm<kFewBM, kFewBN, kFewBK, kFewMinBlocks>(a, vector, stream);
+  a.min_count = split + 1;
+  a.max_count = M;
+  launch_rows_gemm<kManyBM, kManyBN, kManyBK, kManyMinBlocks>(a, vector, stream);
   return y;
 }
 
