@@ -1,0 +1,262 @@
+"""ModelNewHybrid: exact where it falls back, its error model, its selection, and on CUDA
+its ops' bits against cuBLAS, graph capture and compile, gradients."""
+
+import math
+
+import pytest
+import torch
+
+import modelnew
+import reference
+from kernels import hybrid_ops
+
+
+def _pair(inp, hidden, scale=1.5, device="cpu"):
+    torch.manual_seed(42)
+    ref = reference.Model(inp, hidden, scale).to(device)
+    torch.manual_seed(42)
+    hyb = modelnew.ModelNewHybrid(inp, hidden, scale).to(device)
+    return ref, hyb
+
+
+# ---- CPU: the fallback is ModelNew, bit for bit; the model's structure is the reference's ----
+
+
+@pytest.mark.parametrize("batch,inp,hidden", [(8, 64, 32), (3, 100, 7), (1, 257, 129)])
+def test_cpu_is_the_reference_bit_for_bit(batch, inp, hidden):
+    ref, hyb = _pair(inp, hidden)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        x = torch.rand(batch, inp)
+        with torch.no_grad():
+            assert torch.equal(hyb(x), ref(x))
+
+
+def test_same_parameters_and_state_dict_as_the_reference():
+    ref, hyb = _pair(48, 16)
+    assert list(hyb.state_dict()) == list(ref.state_dict()) == ["weight"]
+    assert torch.equal(hyb.weight, ref.weight)
+
+
+def test_bad_input_names_the_problem():
+    _, hyb = _pair(16, 8)
+    with pytest.raises(ValueError, match="2-D tensor"):
+        hyb(torch.rand(4, 15))
+    with pytest.raises(ValueError, match="float64"):
+        hyb(torch.rand(4, 16, dtype=torch.float64))
+
+
+def test_hybrid_ops_have_no_cpu_kernel():
+    stats = hybrid_ops.weight_statistics(torch.randn(8, 16))
+    with pytest.raises(NotImplementedError, match="CPU and CUDA only|no kernel for cpu"):
+        hybrid_ops.hybrid_rows(torch.rand(4, 16), stats, 0.75, 8)
+
+
+# ---- the error model (CPU, on an emulated single-chain GEMM) -----------------------------
+
+
+def _chain_gemm(x, w):
+    # One fp32 FMA chain per output, k ascending: the product is exact in fp64, the sum is
+    # rounded to fp64 and then fp32 (a double rounding that matters only at rare ties).
+    acc = torch.zeros(x.shape[0], w.shape[0], dtype=torch.float32)
+    xd, wd = x.double(), w.double()
+    for k in range(x.shape[1]):
+        acc = (acc.double() + xd[:, k : k + 1] * wd[:, k].unsqueeze(0)).float()
+    return acc
+
+
+@pytest.mark.parametrize("kind", ["rand", "randn", "rand*1e3", "rand*1e-3"])
+def test_predicted_sigma_matches_the_measured_error(kind):
+    gen = torch.Generator().manual_seed(3)
+    w = torch.randn(256, 512, generator=gen)
+    x = {"rand": lambda: torch.rand(256, 512, generator=gen),
+         "randn": lambda: torch.randn(256, 512, generator=gen),
+         "rand*1e3": lambda: torch.rand(256, 512, generator=gen) * 1e3,
+         "rand*1e-3": lambda: torch.rand(256, 512, generator=gen) * 1e-3}[kind]()
+    ref = (torch.sum(_chain_gemm(x, w) / 2, 1) * 1.5).double()
+    exact = 0.75 * (x.double() @ w.double().sum(0))
+    sigma = hybrid_ops.predicted_sigma(x, hybrid_ops.weight_statistics(w), 0.75, 256)
+    ratio = (ref - exact) / sigma
+    rms = ratio.pow(2).mean().sqrt().item()
+    # The model is the error's standard deviation: rms near 1 (256 rows: +-10%), never far above.
+    assert 0.8 < rms < 1.15, rms
+    assert ratio.abs().max().item() < 5
+
+
+def test_weight_statistics_in_chunks_equal_one_pass():
+    w = torch.randn(37, 23, dtype=torch.float64)
+    one = hybrid_ops.weight_statistics(w, chunk_rows=1000)
+    chunked = hybrid_ops.weight_statistics(w, chunk_rows=5)
+    assert torch.allclose(one.vectors, chunked.vectors, rtol=1e-12)
+    assert torch.allclose(one.scalars, chunked.scalars, rtol=1e-12)
+    # gamma = sum_k |C_k|^2 is also sum_j beta_j (both are 1^T M 1).
+    assert math.isclose(one.scalars[0].item(), one.scalars[2].item(), rel_tol=1e-12)
+
+
+def test_selection_keeps_the_union_bound_within_the_budget():
+    gen = torch.Generator().manual_seed(5)
+    w = torch.randn(64, 128, generator=gen)
+    x = torch.rand(512, 128, generator=gen, dtype=torch.float64) * 1e3
+    c = w.double().sum(0)
+    x[::2] -= (x[::2] @ c / (c @ c)).unsqueeze(1) * c * 0.9999  # half the rows' answers near zero
+    x = x.float()
+    stats = hybrid_ops.weight_statistics(w)
+    approx, exact = hybrid_ops.select_reference(x, stats, 0.75, 64)
+    sigma = hybrid_ops.SIGMA_FACTOR * hybrid_ops.predicted_sigma(x, stats, 0.75, 64)
+    margin = (1e-4 + 1e-4 * approx.squeeze(1).double().abs()) / (1 + 1e-4)
+    risk = torch.special.erfc(margin / sigma * math.sqrt(0.5))
+    kept = ~exact
+    assert 0 < int(kept.sum()) < 512  # some rows each way at this size
+    assert risk[kept].sum().item() <= hybrid_ops.BUDGET
+    # Every exact row is riskier than every approximate row.
+    assert risk[exact].min() >= risk[kept].max()
+
+
+def test_tail_depth_bounds_the_additions():
+    assert hybrid_ops.tail_depth(1) >= 1
+    assert hybrid_ops.tail_depth(8192) >= 16  # 1024 x 8192's plan: 4 serial, 3 combine, 5 shuffles, 4 shared
+    assert hybrid_ops.tail_depth(100) <= 101
+
+
+# ---- CUDA -------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,k,n", [(1024, 8192, 8192), (300, 1000, 777), (64, 1001, 130)])
+def test_rows_gemm_is_one_fma_chain_per_output(m, k, n):
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.rand(m, k, device="cuda", generator=gen)
+    w = torch.randn(n, k, device="cuda", generator=gen)
+    perm = torch.randperm(m, device="cuda", generator=gen).int()
+    full = torch.matmul(x, w.T) if (m, k, n) == (1024, 8192, 8192) else None  # cuBLAS's single chain here
+    for c in (m, m // 2, m // 5, 1, 0):
+        count = torch.tensor([c], device="cuda", dtype=torch.int32)
+        y = hybrid_ops.rows_gemm(x, w, perm, count)
+        chosen = perm[:c].long()
+        if full is not None:
+            assert torch.equal(y[chosen], full[chosen])
+        if c:  # against the probe's single chain on sampled outputs
+            pick = torch.randint(0, c, (4096,), device="cuda", generator=gen)
+            r, h = chosen[pick], torch.randint(0, n, (4096,), device="cuda", generator=gen)
+            assert torch.equal(y[r, h], hybrid_ops.ORDER_PROBE(x, w, r, h, 1, 1, False))
+        assert bool((y[perm[c:].long()] == 0).all())
+
+
+@pytest.mark.gpu
+def test_calibration_finds_the_single_chain_at_kernelbench_shape():
+    found = hybrid_ops.find_order(1024, 8192, 8192, torch.device("cuda"))
+    assert found["order"] == "single chain" and found["supported"]
+
+
+@pytest.mark.gpu
+def test_kernel_selection_equals_the_torch_twin():
+    ref, hyb = _pair(8192, 8192, device="cuda")
+    stats = hyb.weight_statistics()
+    for seed in range(3):
+        torch.manual_seed(seed)
+        x = torch.rand(1024, 8192, device="cuda")
+        approx_k, exact_k, rows, count = hybrid_ops.hybrid_rows(x, stats, 0.75, 8192)
+        approx_t, exact_t = hybrid_ops.select_reference(x, stats, 0.75, 8192)
+        assert torch.equal(approx_k, approx_t)
+        assert torch.equal(exact_k, exact_t)
+        c = int(count.item())
+        assert c == int(exact_k.sum())
+        assert torch.equal(torch.sort(rows[:c].long()).values, torch.nonzero(exact_k).squeeze(1))
+        assert torch.equal(torch.sort(rows.long()).values, torch.arange(1024, device="cuda"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["rand", "randn", "rand*1e3", "rand*1e-3", "near zero"])
+def test_hybrid_passes_kernelbench_and_its_exact_rows_are_the_references(kind):
+    ref, hyb = _pair(8192, 8192, device="cuda")
+    c = ref.weight.detach().double().sum(0)
+    for seed in range(5):
+        torch.manual_seed(seed)
+        x = torch.rand(1024, 8192, device="cuda")
+        if kind == "randn":
+            x = torch.randn(1024, 8192, device="cuda")
+        elif kind == "rand*1e3":
+            x = x * 1e3
+        elif kind == "rand*1e-3":
+            x = x * 1e-3
+        elif kind == "near zero":
+            xd = x.double()
+            x = (xd - (xd @ c / (c @ c)).unsqueeze(1) * c.unsqueeze(0)).float()
+        with torch.no_grad():
+            want, got = ref(x), hyb(x)
+        assert torch.allclose(want, got, atol=1e-4, rtol=1e-4)
+        exact = hyb.last_exact_rows
+        assert torch.equal(got[exact], want[exact])
+        if kind == "near zero":
+            assert bool(exact.all())
+
+
+@pytest.mark.gpu
+def test_hybrid_falls_back_where_the_order_is_not_the_single_chain():
+    ref, hyb = _pair(8192, 8192, device="cuda")
+    x = torch.rand(128, 8192, device="cuda")  # cuBLAS splits k at 128 rows
+    with pytest.warns(UserWarning, match="ModelNew's exact path"):
+        out = hyb(x)
+    assert torch.equal(out, ref(x))
+
+
+@pytest.mark.gpu
+def test_graph_and_compile_equal_eager():
+    ref, hyb = _pair(8192, 8192, device="cuda")
+    torch.manual_seed(1)
+    x = torch.rand(1024, 8192, device="cuda")
+    with torch.no_grad():
+        eager = hyb(x)
+        static = x.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            hyb(static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = hyb(static)
+        x2 = torch.rand(1024, 8192, device="cuda")
+        static.copy_(x2)
+        graph.replay()
+        assert torch.equal(captured, hyb(x2))
+        compiled = torch.compile(hyb, fullgraph=True)
+        assert torch.equal(compiled(x), eager)
+
+
+@pytest.mark.gpu
+def test_gradients_match_the_references():
+    ref, hyb = _pair(8192, 8192, device="cuda")
+    x = torch.rand(1024, 8192, device="cuda")
+    xh, xr = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    g = torch.randn(1024, 1, device="cuda")
+    hyb(xh).backward(g)
+    ref(xr).backward(g)
+    assert torch.allclose(xh.grad, xr.grad, rtol=1e-4, atol=1e-4)
+    assert torch.allclose(hyb.weight.grad, ref.weight.grad, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_opcheck_hybrid_ops():
+    w = torch.randn(96, 200, device="cuda")
+    x = torch.rand(70, 200, device="cuda")
+    stats = hybrid_ops.weight_statistics(w)
+    args = (x, stats.vectors, stats.scalars, 0.75, hybrid_ops.KAPPA, hybrid_ops.tail_depth(96),
+            hybrid_ops.SIGMA_FACTOR, 1e-4, 1e-4, hybrid_ops.BUDGET)
+    torch.library.opcheck(hybrid_ops.HYBRID_ROWS, args)
+    _, _, rows, count = hybrid_ops.HYBRID_ROWS(*args)
+    torch.library.opcheck(hybrid_ops.ROWS_GEMM, (x, w, rows, count))
+
+
+@pytest.mark.gpu
+def test_rows_gemm_rejects_bad_input():
+    x = torch.rand(4, 8, device="cuda")
+    w = torch.rand(3, 8, device="cuda")
+    rows = torch.arange(4, device="cuda", dtype=torch.int32)
+    count = torch.tensor([4], device="cuda", dtype=torch.int32)
+    with pytest.raises(ValueError, match="columns"):
+        hybrid_ops.rows_gemm(x, torch.rand(3, 9, device="cuda"), rows, count)
+    with pytest.raises(TypeError, match="float32"):
+        hybrid_ops.rows_gemm(x.double(), w, rows, count)
+    with pytest.raises(ValueError, match="int32 vector"):
+        hybrid_ops.rows_gemm(x, w, rows.long(), count)
