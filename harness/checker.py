@@ -207,7 +207,7 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     """One trial: fresh inputs, each model on its own copy, then every check."""
     rec: dict = {
         "index": i, "seed": trial_seed, "status": "pass", "reasons": [],
-        "kernelbench_pass": False, "bit_exact": False, "allclose": False,
+        "kernelbench_pass": False, "bit_exact": False, "allclose": False, "equal_elements": 0, "elements": 0,
         "pass_at": {f"{t:g}": False for t in SWEEP_TOLS},
         "reference_shape": None, "candidate_shape": None, "candidate_dtype": None, "candidate_device": None,
         "comparison": None, "oracle": None, "nonfinite": None, "mutation": None, "seconds": {},
@@ -276,6 +276,8 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     rec["comparison"] = cmp
     rec["allclose"] = cmp["allclose"]
     rec["bit_exact"] = bool(torch.equal(ref_out, new_out))
+    # A candidate exact on part of its output (ModelNewHybrid) is judged by how much of it is.
+    rec["equal_elements"], rec["elements"] = int((ref_out == new_out).sum().item()), ref_out.numel()
     rec["pass_at"] = {f"{t:g}": pass_at(ref_out, new_out, t) for t in SWEEP_TOLS}
     rec["kernelbench_pass"] = pass_at(ref_out, new_out, kb_tol)
     if not cmp["allclose"]:
@@ -328,6 +330,8 @@ def _finish(result: dict, started: float, reason: Optional[str]) -> dict:
         "trials_passed": sum(t["status"] == "pass" for t in trials),
         "kernelbench_trials_passed": sum(t["kernelbench_pass"] for t in trials),
         "bit_exact_trials": sum(t["bit_exact"] for t in trials),
+        "equal_elements": sum(t.get("equal_elements", 0) for t in trials),
+        "elements": sum(t.get("elements", 0) for t in trials),
         "max_abs_diff": max((t["comparison"]["max_abs_diff"] for t in compared),
                             key=lambda v: math.inf if isinstance(v, str) else v, default=None),
         "mean_abs_diff": (sum(t["comparison"]["mean_abs_diff"] for t in compared
@@ -504,6 +508,9 @@ def format_report(result: dict, max_rows: int = 20) -> str:
     if any(t["comparison"] for t in trials):
         n = s["trials_run"]
         lines.append("")
+        if s["elements"] and s["bit_exact_trials"] < n:
+            lines.append(f"outputs equal to the reference's bits: {s['equal_elements']}/{s['elements']} "
+                         f"({100 * s['equal_elements'] / s['elements']:.1f}%)")
         lines.append(f"bit-exact trials: {s['bit_exact_trials']}/{n}; KernelBench check "
                      f"(allclose {cfg['kernelbench_tol']:g}): {s['kernelbench_trials_passed']}/{n} trials")
         lines.append("pass rate per trial: " + ", ".join(

@@ -62,7 +62,7 @@ __device__ __forceinline__ double block_sum(double v, double* shared, int slot) 
   return v;
 }
 
-constexpr int kStatsRows = 4;  // rows per block: each vector element read once serves them all
+constexpr int kStatsRows = 2;  // rows per block: each vector element read once serves them all
 
 __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, int64_t M) {
   constexpr int W = kStatsThreads / 32;
@@ -79,6 +79,7 @@ __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, i
   for (int r = 0; r < kStatsRows; ++r)
 #pragma unroll
     for (int i = 0; i < kSums; ++i) s[r][i] = 0;
+#pragma unroll 4
   for (int64_t k = threadIdx.x; k < a.K; k += kStatsThreads) {
     const double ck = c[k], bk = beta[k], ok = omega[k], b1k = beta1[k], o1k = omega1[k];
 #pragma unroll
@@ -136,84 +137,75 @@ __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, i
 }
 
 // ---------------------------------------------------------------------------
-// The cut: the approximate rows are those with z >= t for the smallest t whose union
-// bound sum_{z_i >= t} P(|N(0,1)| > z_i) stays within the budget; the rest are
-// compacted into rows[0:count] (ascending), followed by the approximate rows.
-// One block: M is a batch size, and the block makes the order deterministic.
+// The cut: row i keeps the column-sum answer when the risks of the rows at least as safe
+// (z_j >= z_i, i itself included) add up to at most the budget; so the kept rows' summed
+// risk, a union bound on any of them failing, is within the budget. One thread a row
+// sums over every row (M is a batch size); then one block compacts the rows to compute
+// into rows[0:count] (ascending), followed by the kept rows, deterministically.
 // ---------------------------------------------------------------------------
-constexpr int kSelectThreads = 1024;
+constexpr int kCutThreads = 256;
+constexpr int kCompactThreads = 1024;
 
-__device__ double block_reduce_sum(double v, double* shared) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  double total = 0;
-  if (threadIdx.x < 32) {
-    total = threadIdx.x < kSelectThreads / 32 ? shared[threadIdx.x] : 0.0;
-    for (int o = 16; o > 0; o >>= 1) total += __shfl_down_sync(0xffffffffu, total, o);
-    if (threadIdx.x == 0) shared[0] = total;
-  }
-  __syncthreads();
-  return shared[0];
+__global__ void __launch_bounds__(kCutThreads)
+    risk_kernel(const double* __restrict__ z, double* __restrict__ risk, int64_t M) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kCutThreads + threadIdx.x;
+  if (i < M) risk[i] = erfc(z[i] * M_SQRT1_2);  // P(|N(0,1)| > z); 2 for z = -inf
 }
 
-__global__ void __launch_bounds__(kSelectThreads)
-    select_rows_kernel(const double* __restrict__ z, double* __restrict__ risk_of, int64_t M, double budget,
-                       bool* __restrict__ exact, int32_t* __restrict__ rows, int32_t* __restrict__ count) {
-  __shared__ double shared[kSelectThreads / 32];
-  __shared__ int32_t scan[kSelectThreads];
-  for (int64_t i = threadIdx.x; i < M; i += kSelectThreads) risk_of[i] = erfc(z[i] * M_SQRT1_2);
-  // Bisection on t: the risk above t only falls as t grows; 40 halvings of [0, 64].
-  double lo = 0.0, hi = 64.0;
-  for (int it = 0; it < 40; ++it) {
-    const double t = 0.5 * (lo + hi);
-    double risk = 0;
-    for (int64_t i = threadIdx.x; i < M; i += kSelectThreads) {
-      if (z[i] >= t) risk += risk_of[i];
-    }
-    if (block_reduce_sum(risk, shared) <= budget) hi = t; else lo = t;
-  }
-  const double cut = hi;
-  // Compaction, exact rows first, in chunks of one row per thread.
-  int32_t base_exact = 0;
-  for (int64_t start = 0; start < M; start += kSelectThreads) {
-    const int64_t i = start + threadIdx.x;
-    const int32_t mine = (i < M && !(z[i] >= cut)) ? 1 : 0;
+__global__ void __launch_bounds__(kCutThreads)
+    cut_kernel(const double* __restrict__ z, const double* __restrict__ risk, int64_t M, double budget,
+               bool* __restrict__ exact) {
+  __shared__ double zs[kCutThreads], rs[kCutThreads];
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kCutThreads + threadIdx.x;
+  const double zi = i < M ? z[i] : 0.0;
+  double above = 0;
+  for (int64_t j0 = 0; j0 < M; j0 += kCutThreads) {
     __syncthreads();
-    scan[threadIdx.x] = mine;
+    const int64_t j = j0 + threadIdx.x;
+    zs[threadIdx.x] = j < M ? z[j] : -INFINITY;
+    rs[threadIdx.x] = j < M ? risk[j] : 0.0;
     __syncthreads();
-    for (int o = 1; o < kSelectThreads; o <<= 1) {
-      const int32_t v = threadIdx.x >= o ? scan[threadIdx.x - o] : 0;
-      __syncthreads();
-      scan[threadIdx.x] += v;
-      __syncthreads();
-    }
-    if (i < M) {
-      exact[i] = mine != 0;
-      if (mine) rows[base_exact + scan[threadIdx.x] - 1] = static_cast<int32_t>(i);
-    }
-    base_exact += scan[kSelectThreads - 1];
+    for (int t = 0; t < kCutThreads; ++t) above += zs[t] >= zi ? rs[t] : 0.0;
   }
+  if (i < M) exact[i] = !(zi > -INFINITY && above <= budget);
+}
+
+__device__ int32_t block_exclusive_scan(int32_t mine, int32_t* scan, int32_t* total) {
   __syncthreads();
-  int32_t base_approx = base_exact;
-  for (int64_t start = 0; start < M; start += kSelectThreads) {
-    const int64_t i = start + threadIdx.x;
-    const int32_t mine = (i < M && z[i] >= cut) ? 1 : 0;
+  scan[threadIdx.x] = mine;
+  __syncthreads();
+  for (int o = 1; o < kCompactThreads; o <<= 1) {
+    const int32_t v = threadIdx.x >= o ? scan[threadIdx.x - o] : 0;
     __syncthreads();
-    scan[threadIdx.x] = mine;
+    scan[threadIdx.x] += v;
     __syncthreads();
-    for (int o = 1; o < kSelectThreads; o <<= 1) {
-      const int32_t v = threadIdx.x >= o ? scan[threadIdx.x - o] : 0;
-      __syncthreads();
-      scan[threadIdx.x] += v;
-      __syncthreads();
-    }
-    if (mine) rows[base_approx + scan[threadIdx.x] - 1] = static_cast<int32_t>(i);
-    base_approx += scan[kSelectThreads - 1];
   }
-  if (threadIdx.x == 0) count[0] = base_exact;
+  *total = scan[kCompactThreads - 1];
+  return scan[threadIdx.x] - mine;
+}
+
+__global__ void __launch_bounds__(kCompactThreads)
+    compact_kernel(const bool* __restrict__ exact, int64_t M, int32_t* __restrict__ rows, int32_t* __restrict__ count) {
+  __shared__ int32_t scan[kCompactThreads];
+  int32_t n_exact = 0;
+  for (int64_t start = 0; start < M; start += kCompactThreads) {
+    const int64_t i = start + threadIdx.x;
+    const int32_t mine = i < M && exact[i];
+    int32_t total;
+    const int32_t at = block_exclusive_scan(mine, scan, &total);
+    if (mine) rows[n_exact + at] = static_cast<int32_t>(i);
+    n_exact += total;
+  }
+  int32_t n_kept = n_exact;
+  for (int64_t start = 0; start < M; start += kCompactThreads) {
+    const int64_t i = start + threadIdx.x;
+    const int32_t mine = i < M && !exact[i];
+    int32_t total;
+    const int32_t at = block_exclusive_scan(mine, scan, &total);
+    if (mine) rows[n_kept + at] = static_cast<int32_t>(i);
+    n_kept += total;
+  }
+  if (threadIdx.x == 0) count[0] = n_exact;
 }
 
 // ---------------------------------------------------------------------------
@@ -461,11 +453,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
               approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>()};
   row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  select_rows_kernel<<<1, kSelectThreads, 0, stream>>>(z.const_data_ptr<double>(), z.mutable_data_ptr<double>() + M,
-                                                        M, budget,
-                                                        exact.mutable_data_ptr<bool>(),
-                                                        rows.mutable_data_ptr<int32_t>(),
-                                                        count.mutable_data_ptr<int32_t>());
+  const unsigned blocks = static_cast<unsigned>(div_up(M, kCutThreads));
+  double* risk = z.mutable_data_ptr<double>() + M;
+  risk_kernel<<<blocks, kCutThreads, 0, stream>>>(z.const_data_ptr<double>(), risk, M);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  cut_kernel<<<blocks, kCutThreads, 0, stream>>>(z.const_data_ptr<double>(), risk, M, budget,
+                                                 exact.mutable_data_ptr<bool>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  compact_kernel<<<1, kCompactThreads, 0, stream>>>(exact.const_data_ptr<bool>(), M, rows.mutable_data_ptr<int32_t>(),
+                                                    count.mutable_data_ptr<int32_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {approx, exact, rows, count};
 }
@@ -473,9 +469,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 // The library's two tiles (BM x BN x BK, blocks per SM its register cap allows) and the
 // row count where one hands over to the other: scripts/experiments/gemm_tiles.py measured
 // them against the others (results/kernel_notes.md, "rows_gemm").
-constexpr int kFewBM = 64, kFewBN = 128, kFewBK = 16, kFewMinBlocks = 3;
+constexpr int kFewBM = 128, kFewBN = 128, kFewBK = 16, kFewMinBlocks = 1;
 constexpr int kManyBM = 128, kManyBN = 128, kManyBK = 8, kManyMinBlocks = 2;
-constexpr double kManyFrom = 0.5;  // share of the rows from which the many-rows tile runs
+constexpr double kManyFrom = 0.375;  // share of the rows above which the many-rows tile runs
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
                           const at::Tensor& count) {

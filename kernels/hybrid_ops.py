@@ -19,8 +19,8 @@ small against that band. The error is predictable:
   dot products of each row of x: one pass over x (kb14::hybrid_rows).
 * The error is a sum of ~N*K independent bounded terms: Gaussian (measured kurtosis 3.0).
   A row with margin (atol + rtol|ours|)/(1 + rtol) - ulp/2 = z sigma fails with probability
-  P(|N(0,1)| > z). The selection keeps the approximate rows whose risks add up (a union
-  bound) to at most BUDGET per forward; the others take the reference's bits: their GEMM
+  P(|N(0,1)| > z). The selection keeps the column-sum answer on the safest rows while their
+  risks add up (a union bound) to at most BUDGET per forward; the others take the reference's bits: their GEMM
   rows in cuBLAS's order (kb14::rows_gemm), then the library's exact tail on the whole
   shape (kernels.div_sum_scale), so that its launch plan is the reference's.
 
@@ -151,11 +151,12 @@ def select_reference(x: torch.Tensor, stats: WeightStatistics, scale: float, hid
     z = margin / sigma
     z = torch.where(margin > 0, z, torch.full_like(z, -math.inf)).nan_to_num(nan=-math.inf)
     risk = torch.special.erfc(z * math.sqrt(0.5))
-    order = torch.argsort(z, descending=True)
-    # Keep the safest rows while their summed risk stays within the budget.
-    kept = torch.cumsum(risk[order], 0) <= budget
-    exact = torch.ones_like(kept)
-    exact[order[kept]] = False
+    # Each row's risk plus that of every row at least as safe (ties together): kept within the budget.
+    z_sorted, order = torch.sort(z, descending=True)
+    above_sorted = torch.cumsum(risk[order], 0)
+    last_tie = torch.searchsorted(-z_sorted, -z, right=True) - 1
+    above = above_sorted[last_tie]
+    exact = ~((z > -math.inf) & (above <= budget))
     return approx.unsqueeze(1), exact
 
 
