@@ -221,6 +221,14 @@ def part_timing(args) -> dict:
             res[kind + " parts"] = {n: robust_time(f, backend=backend, budget_s=1.0, max_calls=200)["median_ms"]
                                     for n, f in parts.items()}
             res[kind + " parts"]["exact_rows"] = int(count.item())
+            # Per kernel, one forward (torch.profiler's device times, microseconds).
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                hyb(x)
+                torch.cuda.synchronize()
+            res[kind + " kernels_us"] = {e.key[:60]: round(e.device_time_total, 1) for e in prof.key_averages()
+                                         if e.device_time_total > 0}
+            say(f"timing [{kind}] kernels (us): {res[kind + ' kernels_us']}")
         say(f"timing [{kind}] parts (read flush medians, ms): {res[kind + ' parts']}")
         for r in rows:
             say(f"timing [{kind}] {r['model']:>15}: KernelBench {r['kernelbench_mean_ms']:.3f} ms "

@@ -1,5 +1,5 @@
 // Other instantiations of the library's rows_gemm kernel (kernels/hybrid.cu), for
-// scripts/experiments/gemm_tiles.py: the tile sizes and register caps it compares.
+// scripts/experiments/gemm_tiles.py: the tile shapes and register caps it compares.
 #include "hybrid.cu"
 
 #include <torch/library.h>
@@ -15,12 +15,12 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
              rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0), 0, M};
   auto s = c10::cuda::getCurrentCUDAStream();
   switch (variant) {
-    case 0: launch_rows_gemm<64, 128, 16, 3>(a, true, s); break;
-    case 1: launch_rows_gemm<128, 128, 8, 2>(a, true, s); break;
-    case 2: launch_rows_gemm<64, 128, 8, 3>(a, true, s); break;
-    case 3: launch_rows_gemm<128, 128, 16, 1>(a, true, s); break;
-    case 4: launch_rows_gemm<128, 64, 16, 2>(a, true, s); break;
-    case 5: launch_rows_gemm<64, 128, 16, 2>(a, true, s); break;
+    case 0: launch_rows_gemm<128, 128, 16, 8, 1>(a, true, s); break;
+    case 1: launch_rows_gemm<128, 128, 8, 8, 2>(a, true, s); break;
+    case 2: launch_rows_gemm<96, 128, 16, 6, 1>(a, true, s); break;
+    case 3: launch_rows_gemm<64, 128, 16, 4, 1>(a, true, s); break;
+    case 4: launch_rows_gemm<96, 128, 8, 6, 2>(a, true, s); break;
+    case 5: launch_rows_gemm<64, 128, 16, 4, 2>(a, true, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;
