@@ -23,7 +23,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -45,7 +44,8 @@ enum Scalar {
 struct StatsArgs {
   const float* x;
   int64_t row_stride, K;
-  const double* vectors;  // (5, K): colsum, beta, omega, beta_last, omega_last
+  const double* colsum;   // (K,) fp64: the answer's own dot product
+  const float* vectors;   // (4, K): beta, omega, beta_last, omega_last (the error model: fp32 is plenty)
   const double* scalars;  // kScalarCount
   double scale;           // scaling_factor / divisor
   double kappa;           // variance of one rounding per squared operand
@@ -63,18 +63,18 @@ __device__ __forceinline__ double block_sum(double v, double* shared, int slot) 
   return v;
 }
 
-constexpr int kStatsRows = 2;  // rows per block: each vector element read once serves them all
+constexpr int kStatsRows = 4;  // rows per block: each vector element read once serves them all
 
 __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, int64_t M) {
   constexpr int W = kStatsThreads / 32;
   __shared__ double partial[kStatsRows * kSums * W];
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kStatsRows;
   const int rows = static_cast<int>(M - row0 < kStatsRows ? M - row0 : kStatsRows);
-  const double* c = a.vectors;
-  const double* beta = c + a.K;
-  const double* omega = beta + a.K;
-  const double* beta1 = omega + a.K;
-  const double* omega1 = beta1 + a.K;
+  const double* c = a.colsum;
+  const float* beta = a.vectors;
+  const float* omega = beta + a.K;
+  const float* beta1 = omega + a.K;
+  const float* omega1 = beta1 + a.K;
   double s[kStatsRows][kSums];
 #pragma unroll
   for (int r = 0; r < kStatsRows; ++r)
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, i
     for (int i = 0; i < kSums; ++i) s[r][i] = 0;
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < a.K; k += kStatsThreads) {
-    const double ck = c[k], bk = beta[k], ok = omega[k], b1k = beta1[k], o1k = omega1[k];
+    const double ck = c[k], bk = beta[k], ok = omega[k], b1k = beta1[k], o1k = omega1[k];  // widened once
 #pragma unroll
     for (int r = 0; r < kStatsRows; ++r) {
       if (r >= rows) break;
@@ -213,22 +213,22 @@ __global__ void __launch_bounds__(kCompactThreads)
 // The exact rows' GEMM. A block computes a BM x BN tile of y for BM gathered rows
 // (slots rows[bx*BM ...]) and BN columns of W, k in slabs of BK through two shared
 // buffers (the next slab's global loads in flight during this slab's FMAs). Each
-// thread holds TM x 8 accumulators: TM consecutive rows, and two 4-column halves half a
-// tile apart (16-byte shared loads, no bank conflicts). Every accumulator is one chain
-// acc = fma(x[r,k], w[h,k], acc) over k = 0, 1, ..., K-1 from acc = 0: cuBLAS's order at
-// the calibrated shapes. Blocks past the last gathered row write zeros to the rows not
-// gathered. Several tiles are launched, each running only when the row count (on the
-// device) is in its range: the tile height follows the count.
+// thread holds TM x TN = 8 x 8 accumulators, as two 4-row and two 4-column halves a
+// half-tile apart (16-byte shared loads, no bank conflicts). Every accumulator is one
+// chain acc = fma(x[r,k], w[h,k], acc) over k = 0, 1, ..., K-1 from acc = 0: cuBLAS's
+// order at the calibrated shapes. Blocks past the last gathered row write zeros to
+// the rows not gathered. Two tiles are launched, one for few rows and one for many:
+// each runs only when the row count is in its range (the count is on the device).
 // ---------------------------------------------------------------------------
-template <int BM, int BN, int BK, int TM>
+template <int BM, int BN, int BK>
 struct GemmTile {
-  static constexpr int TN = 8;
+  static constexpr int TM = 8, TN = 8;
   static constexpr int kThreads = (BM / TM) * (BN / TN);
   static constexpr int kPad = 4;  // shared rows BM+4, BN+4 floats: the transposed stores spread over banks
-  static constexpr int kAPieces = BM * BK / 4, kBPieces = BN * BK / 4;  // 4-element loads per slab
-  static constexpr int kALoads = (kAPieces + kThreads - 1) / kThreads;  // per thread
-  static constexpr int kBLoads = (kBPieces + kThreads - 1) / kThreads;
-  static_assert(BK % 4 == 0 && TM % 2 == 0 && BM % TM == 0 && BN % 8 == 0, "tile shape");
+  static constexpr int kALoads = BM * BK / 4 / kThreads;  // 4-element loads per thread per slab
+  static constexpr int kBLoads = BN * BK / 4 / kThreads;
+  static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
+  static_assert(BK % 4 == 0, "slabs of whole vectors");
 };
 
 struct GemmArgs {
@@ -256,16 +256,16 @@ __device__ __forceinline__ float4 load4(const float* p, int64_t k, int64_t K, bo
   }
 }
 
-template <int BM, int BN, int BK, int TM, int kMinBlocks, bool kVector>
-__global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
-  using Tile = GemmTile<BM, BN, BK, TM>;
+template <int BM, int BN, int BK, int kMinBlocks, bool kVector>
+__global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
+  using Tile = GemmTile<BM, BN, BK>;
   constexpr int T = Tile::kThreads, P = Tile::kPad;
   __shared__ __align__(16) float As[2][BK][BM + P];
   __shared__ __align__(16) float Bs[2][BK][BN + P];
   const int tid = threadIdx.x;
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;  // another tile's launch has it
+  if (count < a.min_count || count > a.max_count) return;  // the other tile's launch has it
   const int64_t slot0 = static_cast<int64_t>(blockIdx.x) * BM;
   const int64_t h0 = static_cast<int64_t>(blockIdx.y) * BN;
   if (slot0 >= count) {
@@ -280,44 +280,39 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM>::kThreads, kMinBlocks
   }
   // What this thread loads: element (row, k4 .. k4+3) of the A and B slabs.
   const float* a_src[Tile::kALoads];
-  bool a_ok[Tile::kALoads], a_mine[Tile::kALoads];
+  bool a_ok[Tile::kALoads];
   int a_row[Tile::kALoads], a_k[Tile::kALoads];
 #pragma unroll
   for (int i = 0; i < Tile::kALoads; ++i) {
     const int idx = tid + i * T;
-    a_mine[i] = idx < Tile::kAPieces;
-    a_row[i] = a_mine[i] ? idx / (BK / 4) : 0;
-    a_k[i] = a_mine[i] ? idx % (BK / 4) * 4 : 0;
+    a_row[i] = idx / (BK / 4);
+    a_k[i] = idx % (BK / 4) * 4;
     const int64_t slot = slot0 + a_row[i];
-    const int64_t r = a_mine[i] && slot < count ? a.rows[slot] : -1;
+    const int64_t r = slot < count ? a.rows[slot] : -1;
     a_ok[i] = r >= 0 && r < a.M;
     a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0);
   }
   const float* b_src[Tile::kBLoads];
-  bool b_ok[Tile::kBLoads], b_mine[Tile::kBLoads];
+  bool b_ok[Tile::kBLoads];
   int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
 #pragma unroll
   for (int i = 0; i < Tile::kBLoads; ++i) {
     const int idx = tid + i * T;
-    b_mine[i] = idx < Tile::kBPieces;
-    b_row[i] = b_mine[i] ? idx / (BK / 4) : 0;
-    b_k[i] = b_mine[i] ? idx % (BK / 4) * 4 : 0;
-    b_ok[i] = b_mine[i] && h0 + b_row[i] < a.N;
+    b_row[i] = idx / (BK / 4);
+    b_k[i] = idx % (BK / 4) * 4;
+    b_ok[i] = h0 + b_row[i] < a.N;
     b_src[i] = a.w + (b_ok[i] ? (h0 + b_row[i]) * a.w_stride : 0);
   }
   float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
   auto load_slab = [&](int64_t k0) {
 #pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i)
-      a_reg[i] = load4<kVector>(a_src[i], k0 + a_k[i], a.K, a_ok[i] && k0 + a_k[i] < a.K);
+    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = load4<kVector>(a_src[i], k0 + a_k[i], a.K, a_ok[i] && k0 + a_k[i] < a.K);
 #pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i)
-      b_reg[i] = load4<kVector>(b_src[i], k0 + b_k[i], a.K, b_ok[i] && k0 + b_k[i] < a.K);
+    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = load4<kVector>(b_src[i], k0 + b_k[i], a.K, b_ok[i] && k0 + b_k[i] < a.K);
   };
   auto store_slab = [&](int buf) {
 #pragma unroll
     for (int i = 0; i < Tile::kALoads; ++i) {
-      if (!a_mine[i]) continue;
       As[buf][a_k[i] + 0][a_row[i]] = a_reg[i].x;
       As[buf][a_k[i] + 1][a_row[i]] = a_reg[i].y;
       As[buf][a_k[i] + 2][a_row[i]] = a_reg[i].z;
@@ -325,17 +320,16 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM>::kThreads, kMinBlocks
     }
 #pragma unroll
     for (int i = 0; i < Tile::kBLoads; ++i) {
-      if (!b_mine[i]) continue;
       Bs[buf][b_k[i] + 0][b_row[i]] = b_reg[i].x;
       Bs[buf][b_k[i] + 1][b_row[i]] = b_reg[i].y;
       Bs[buf][b_k[i] + 2][b_row[i]] = b_reg[i].z;
       Bs[buf][b_k[i] + 3][b_row[i]] = b_reg[i].w;
     }
   };
-  const int tr = tid / (BN / 8), tc = tid % (BN / 8);
-  float acc[TM][8];
+  const int tr = tid / (BN / Tile::TN), tc = tid % (BN / Tile::TN);
+  float acc[8][8];
 #pragma unroll
-  for (int i = 0; i < TM; ++i)
+  for (int i = 0; i < 8; ++i)
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
 
@@ -348,25 +342,14 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM>::kThreads, kMinBlocks
     if (s + 1 < slabs) load_slab((s + 1) * BK);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      float av[TM];
-      if constexpr (TM % 4 == 0) {
-#pragma unroll
-        for (int q = 0; q < TM / 4; ++q) {
-          const float4 v = *reinterpret_cast<const float4*>(&As[buf][k][tr * TM + 4 * q]);
-          av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
-        }
-      } else {
-#pragma unroll
-        for (int q = 0; q < TM / 2; ++q) {
-          const float2 v = *reinterpret_cast<const float2*>(&As[buf][k][tr * TM + 2 * q]);
-          av[2 * q] = v.x, av[2 * q + 1] = v.y;
-        }
-      }
+      const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][tr * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][BM / 2 + tr * 4]);
       const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tc * 4]);
       const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][BN / 2 + tc * 4]);
+      const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
       const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-      for (int i = 0; i < TM; ++i)
+      for (int i = 0; i < 8; ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
     }
@@ -375,8 +358,8 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM>::kThreads, kMinBlocks
   }
   // Rows past the count in this tile are not gathered: they get zeros.
 #pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int64_t slot = slot0 + tr * TM + i;
+  for (int i = 0; i < 8; ++i) {
+    const int64_t slot = slot0 + (i < 4 ? tr * 4 + i : BM / 2 + tr * 4 + i - 4);
     if (slot >= a.M) continue;
     const bool computed = slot < count;
     const int64_t r = a.rows[slot];
@@ -390,14 +373,14 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM>::kThreads, kMinBlocks
   }
 }
 
-template <int BM, int BN, int BK, int TM, int kMinBlocks>
+template <int BM, int BN, int BK, int kMinBlocks>
 void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(div_up(a.M, BM)), static_cast<unsigned>(div_up(a.N, BN)));
-  constexpr int threads = GemmTile<BM, BN, BK, TM>::kThreads;
+  constexpr int threads = GemmTile<BM, BN, BK>::kThreads;
   if (vector) {
-    rows_gemm_kernel<BM, BN, BK, TM, kMinBlocks, true><<<grid, threads, 0, stream>>>(a);
+    rows_gemm_kernel<BM, BN, BK, kMinBlocks, true><<<grid, threads, 0, stream>>>(a);
   } else {
-    rows_gemm_kernel<BM, BN, BK, TM, kMinBlocks, false><<<grid, threads, 0, stream>>>(a);
+    rows_gemm_kernel<BM, BN, BK, kMinBlocks, false><<<grid, threads, 0, stream>>>(a);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -443,17 +426,21 @@ void check_fp32_cuda_matrix(const at::Tensor& t, const char* what) {
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
-    const at::Tensor& x_in, const at::Tensor& vectors, const at::Tensor& scalars, double scale, double kappa,
-    double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
+    const at::Tensor& x_in, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
+    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
   check_fp32_cuda_matrix(x_in, "hybrid_rows: x");
   const int64_t M = x_in.size(0), K = x_in.size(1);
-  KB14_CHECK_VALUE(vectors.dim() == 2 && vectors.size(0) == 5 && vectors.size(1) == K &&
-                       vectors.scalar_type() == at::kDouble && vectors.is_contiguous(),
-                   "hybrid_rows: vectors must be a contiguous float64 (5, ", K, ") tensor, got ", vectors.sizes());
+  KB14_CHECK_VALUE(colsum.dim() == 1 && colsum.size(0) == K && colsum.scalar_type() == at::kDouble &&
+                       colsum.is_contiguous(),
+                   "hybrid_rows: colsum must be a contiguous float64 (", K, ",) tensor, got ", colsum.sizes());
+  KB14_CHECK_VALUE(vectors.dim() == 2 && vectors.size(0) == 4 && vectors.size(1) == K &&
+                       vectors.scalar_type() == at::kFloat && vectors.is_contiguous(),
+                   "hybrid_rows: vectors must be a contiguous float32 (4, ", K, ") tensor, got ", vectors.sizes());
   KB14_CHECK_VALUE(scalars.dim() == 1 && scalars.size(0) == kScalarCount && scalars.scalar_type() == at::kDouble &&
                        scalars.is_contiguous(),
                    "hybrid_rows: scalars must be a contiguous float64 (", int(kScalarCount), ",) tensor");
-  KB14_CHECK(vectors.device() == x_in.device() && scalars.device() == x_in.device(),
+  KB14_CHECK(colsum.device() == x_in.device() && vectors.device() == x_in.device() &&
+                 scalars.device() == x_in.device(),
              "hybrid_rows: the weight statistics must be on x's device");
   KB14_CHECK_VALUE(M <= std::numeric_limits<int32_t>::max(), "hybrid_rows: too many rows (", M, ")");
   const c10::cuda::CUDAGuard guard(x_in.device());
@@ -466,7 +453,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   if (M == 0) return {approx, exact, rows, count.zero_()};
   at::Tensor z = at::empty({2, M}, opts.dtype(at::kDouble));  // z, then each row's risk
   auto stream = c10::cuda::getCurrentCUDAStream();
-  StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, vectors.const_data_ptr<double>(),
+  StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, colsum.const_data_ptr<double>(), vectors.const_data_ptr<float>(),
               scalars.const_data_ptr<double>(), scale, kappa, tail_depth, sigma_factor, atol, rtol,
               approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>()};
   row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
@@ -484,10 +471,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   return {approx, exact, rows, count};
 }
 
-// The library's tiles, by the row count they take (as a share of the batch): the tile
-// height follows the count so that about two row tiles fill the GPU's SMs, one block
-// each (scripts/experiments/gemm_tiles.py measured them; results/kernel_notes.md).
-// Above 3/8 of the rows, two blocks of the 128-row tile per SM.
+// The library's two tiles (BM x BN x BK, blocks per SM its register cap allows) and the
+// row count where one hands over to the other: scripts/experiments/gemm_tiles.py measured
+// them against the others (results/kernel_notes.md, "rows_gemm").
+constexpr int kFewBM = 128, kFewBN = 128, kFewBK = 16, kFewMinBlocks = 1;
+constexpr int kManyBM = 128, kManyBN = 128, kManyBK = 8, kManyMinBlocks = 2;
+constexpr double kManyFrom = 0.375;  // share of the rows above which the many-rows tile runs
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
                           const at::Tensor& count) {
@@ -508,24 +497,19 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   const at::Tensor r = rows.is_contiguous() ? rows : rows.contiguous();
   at::Tensor y = at::empty({M, N}, x.options());
   if (M == 0 || N == 0) return y;
+  const int64_t split = static_cast<int64_t>(kManyFrom * static_cast<double>(M));
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
-             r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0), 0, 0};
+             r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0),
+             0, split};
   auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16 == 0 && t.stride(0) % 4 == 0;
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  // Row-count ranges [lo, hi] of the launches; every count falls in exactly one.
-  const int64_t r1 = std::min<int64_t>(M, 128), r2 = std::min<int64_t>(M, 192), r3 = std::min<int64_t>(M, 256),
-                r4 = std::max<int64_t>(r3, 3 * M / 8);
-  a.min_count = 0, a.max_count = r1;
-  launch_rows_gemm<64, 128, 16, 4, 1>(a, vector, stream);
-  a.min_count = r1 + 1, a.max_count = r2;
-  launch_rows_gemm<96, 128, 16, 6, 1>(a, vector, stream);
-  a.min_count = r2 + 1, a.max_count = r4;
-  launch_rows_gemm<128, 128, 16, 8, 1>(a, vector, stream);
-  a.min_count = r4 + 1, a.max_count = M;
-  launch_rows_gemm<128, 128, 8, 8, 2>(a, vector, stream);
+  launch_rows_gemm<kFewBM, kFewBN, kFewBK, kFewMinBlocks>(a, vector, stream);
+  a.min_count = split + 1;
+  a.max_count = M;
+  launch_rows_gemm<kManyBM, kManyBN, kManyBK, kManyMinBlocks>(a, vector, stream);
   return y;
 }
 

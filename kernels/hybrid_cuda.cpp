@@ -11,8 +11,8 @@ namespace kb14 {
 namespace hybrid_cuda {
 // Defined in hybrid.cu.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
-    const at::Tensor& x, const at::Tensor& vectors, const at::Tensor& scalars, double scale, double kappa,
-    double tail_depth, double sigma_factor, double atol, double rtol, double budget);
+    const at::Tensor& x, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
+    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget);
 at::Tensor rows_gemm_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count);
 at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& r, const at::Tensor& h,
                                  int64_t chains, int64_t tile, bool tree);

@@ -71,8 +71,9 @@ def tail_depth(hidden: int) -> float:
 class WeightStatistics:
     """What the error model needs of W (hidden, input), in fp64 on W's device."""
 
-    vectors: torch.Tensor  # (5, input): colsum, beta, omega, beta_last, omega_last
+    vectors: torch.Tensor  # (5, input) fp64: colsum, beta, omega, beta_last, omega_last (the last four fp32-exact)
     scalars: torch.Tensor  # (len(SCALARS),)
+    model_vectors: torch.Tensor  # (4, input) fp32: beta .. omega_last, what kb14::hybrid_rows reads
 
     @property
     def colsum(self) -> torch.Tensor:
@@ -115,7 +116,11 @@ def weight_statistics(weight: torch.Tensor, chunk_rows: int = 1024) -> WeightSta
         omega = steps * col_sq
         scalars = torch.stack([gamma, gamma_last, beta.sum(), omega.sum(), beta_last.sum(), col_sq.sum(),
                                colsum.square().sum(), max_row_sq * float(hidden) ** 2])
-        return WeightStatistics(torch.stack([colsum, beta, omega, beta_last, col_sq]).contiguous(), scalars)
+        # The error model's vectors in fp32 (a sigma good to 1e-7 is plenty; half the bytes to read),
+        # kept in fp64 form too so that the torch twin computes with the same values.
+        model32 = torch.stack([beta, omega, beta_last, col_sq]).float().contiguous()
+        vectors = torch.cat([colsum.unsqueeze(0), model32.double()]).contiguous()
+        return WeightStatistics(vectors, scalars, model32)
 
 
 def predicted_sigma(x: torch.Tensor, stats: WeightStatistics, scale: float, hidden: int) -> torch.Tensor:
@@ -167,8 +172,8 @@ def hybrid_rows(x: torch.Tensor, stats: WeightStatistics, scale: float, hidden: 
                 atol: float = ATOL, rtol: float = RTOL, budget: float = BUDGET,
                 sigma_factor: float = SIGMA_FACTOR):
     """(approx (M, 1) fp32, exact mask (M,), rows (M,) int32, count (1,) int32) on x's device."""
-    return HYBRID_ROWS(x, stats.vectors, stats.scalars, float(scale), KAPPA, tail_depth(hidden), float(sigma_factor),
-                       float(atol), float(rtol), float(budget))
+    return HYBRID_ROWS(x, stats.vectors[0], stats.model_vectors, stats.scalars, float(scale), KAPPA, tail_depth(hidden),
+                       float(sigma_factor), float(atol), float(rtol), float(budget))
 
 
 def rows_gemm(x: torch.Tensor, weight: torch.Tensor, rows: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
@@ -185,7 +190,7 @@ def rows_gemm_reference(x: torch.Tensor, weight: torch.Tensor, rows: torch.Tenso
     return y
 
 
-def _check_hybrid_rows(x, vectors, scalars, *_):
+def _check_hybrid_rows(x, *_):
     if not isinstance(x, torch.Tensor) or x.dim() != 2:
         raise ValueError("hybrid_rows: x must be a 2-D tensor")
 
@@ -201,7 +206,7 @@ def _check_probe(x, weight, *_):
 
 
 @torch.library.register_fake("kb14::hybrid_rows")
-def _hybrid_rows_fake(x, vectors, scalars, scale, kappa, tail, sigma_factor, atol, rtol, budget):
+def _hybrid_rows_fake(x, colsum, vectors, scalars, scale, kappa, tail, sigma_factor, atol, rtol, budget):
     torch._check(x.dim() == 2, lambda: "hybrid_rows: x must be 2-D")
     m = x.shape[0]
     return (x.new_empty((m, 1)), x.new_empty((m,), dtype=torch.bool), x.new_empty((m,), dtype=torch.int32),

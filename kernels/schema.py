@@ -20,7 +20,8 @@ LIB = torch.library.Library("kb14", "DEF")  # noqa: TOR901 - the schemas are our
 LIB.define("div_sum_scale(Tensor y, float divisor, float scale) -> Tensor")
 LIB.define("colsum(Tensor weight) -> Tensor")
 LIB.define("colsum_matvec(Tensor x, Tensor colsum, float scale) -> Tensor")
-LIB.define("hybrid_rows(Tensor x, Tensor vectors, Tensor scalars, float scale, float kappa, float tail_depth, "
+LIB.define("hybrid_rows(Tensor x, Tensor colsum, Tensor vectors, Tensor scalars, float scale, float kappa, "
+           "float tail_depth, "
            "float sigma_factor, float atol, float rtol, float budget) -> (Tensor, Tensor, Tensor, Tensor)")
 LIB.define("rows_gemm(Tensor x, Tensor weight, Tensor rows, Tensor count) -> Tensor")
 LIB.define("gemm_order_probe(Tensor x, Tensor weight, Tensor r, Tensor h, int chains, int tile, bool tree) -> Tensor")

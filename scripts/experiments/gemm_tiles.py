@@ -20,8 +20,9 @@ sys.path.insert(0, str(ROOT))
 from harness.timing import make_backend, robust_time  # noqa: E402
 from kernels import jit  # noqa: E402
 
-VARIANTS = {0: "128x128x16 (8x8 a thread), 1/SM", 1: "128x128x8 (8x8), 2/SM", 2: "96x128x16 (6x8), 1/SM",
-            3: "64x128x16 (4x8), 1/SM", 4: "96x128x8 (6x8), 2/SM", 5: "64x128x16 (4x8), 2/SM"}
+VARIANTS = {0: "library 128x128x16, 1/SM", 1: "split 128x128x16 (8 rows), 1/SM", 2: "split 96x128x16 (6 rows), 1/SM",
+            3: "split 64x128x16 (4 rows), 1/SM", 4: "split 96x128x8 (6 rows), 2/SM", 5: "library 128x128x8, 2/SM"
+}
 
 
 def build():
@@ -53,7 +54,7 @@ def main() -> int:
     backend = make_backend(dev)
     perm = torch.randperm(m, device=dev, generator=gen).int()
     rows_all = torch.arange(m, device=dev, dtype=torch.int32)
-    counts = {"all rows": (rows_all, m), "half": (perm, m // 2), "179 rows": (perm, 179), "a tenth": (perm, m // 10)}
+    counts = {"all rows": (rows_all, m), "half": (perm, m // 2), "179 rows": (perm, 179), "128 rows": (perm, 128), "a tenth": (perm, m // 10)}
     out = {"shape": [m, k, n], "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
     cublas = robust_time(lambda: torch.matmul(x, w.T), backend=backend, budget_s=2.0, max_calls=200)
     flop = 2.0 * m * k * n
