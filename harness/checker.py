@@ -456,8 +456,7 @@ def _hints(result: dict) -> list:
         share = f" ({100 * s['equal_elements'] / s['elements']:.1f}% of the outputs equal the reference's)" \
             if s.get("elements") else ""
         hints.append(f"passes, but only {s['bit_exact_trials']}/{n} trials are bit-exact{share}: the pass rests on "
-                     f"the tolerance, and other seeds may fail; estimate with --trials 200"
-                     + ("" if n >= 200 else ""))
+                     f"the tolerance, and other seeds may fail; estimate with --trials 200")
     if s["p_kernelbench_5_trials"] is not None and n < 20 and 0 < s["p_trial_kernelbench"] < 1:
         hints.append(f"the pass-rate estimate rests on {n} trials; use --trials 200 for a real one")
     return hints
