@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import modelnew  # noqa: E402
 import reference  # noqa: E402
+from harness import results_table  # noqa: E402
 from harness.protocol import kernelbench_trial_seeds, set_seed  # noqa: E402
 from harness.timing import kernelbench_time, make_backend, robust_time  # noqa: E402
 from kernels import hybrid_ops  # noqa: E402
@@ -302,6 +303,20 @@ def part_graph(args) -> dict:
     return res
 
 
+def timing_table_rows(res: dict, info: dict) -> list:
+    exact = {"reference": "yes", "ModelNew": "yes", "ModelNewHybrid": "part", "ModelNewColsum": "no"}
+    rows = []
+    for kind in ("rand", "near zero"):
+        for r in res[kind]:
+            common = dict(commit=results_table.current_commit(), gpu=info["gpu"], torch=info["torch"],
+                          shape="1024x8192x8192", dtype="fp32", implementation=r["model"], exact=exact[r["model"]],
+                          note=f"scripts/hybrid_evidence.py timing; inputs {kind}")
+            rows.append(results_table.row(**common, method="KernelBench (256 MB write flush, events, one call; mean)",
+                                          time_ms=r["kernelbench_mean_ms"], interval_ms=r["kernelbench_std_ms"]))
+            rows.append(results_table.row(**common, method="read flush, median", time_ms=r["read_flush_median_ms"]))
+    return rows
+
+
 PARTS = {"order": part_order, "gemm": part_gemm, "model": part_model, "hybrid": part_hybrid, "timing": part_timing,
          "sizes": part_sizes, "graph": part_graph}
 
@@ -314,6 +329,7 @@ def main() -> int:
     p.add_argument("--hybrid-trials", type=int, default=100)
     p.add_argument("--size-trials", type=int, default=20)
     p.add_argument("--kb-trials", type=int, default=100)
+    p.add_argument("--table", help="append the timing rows to this measurements table")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -329,6 +345,8 @@ def main() -> int:
             res = {"error": traceback.format_exc()}
             say(f"part {name} FAILED:\n{res['error']}")
         res.update(info, seconds=time.perf_counter() - t0)
+        if args.table and name == "timing" and "error" not in res:
+            results_table.append(timing_table_rows(res, info), Path(args.table))
         (out / f"{name}.json").write_text(json.dumps(res, indent=1, default=str))
         say(f"-- part {name}: {res['seconds']:.1f} s")
     return 1 if failed else 0

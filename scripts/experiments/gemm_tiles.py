@@ -17,6 +17,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from harness import results_table  # noqa: E402
 from harness.timing import make_backend, robust_time  # noqa: E402
 from kernels import jit  # noqa: E402
 
@@ -42,6 +43,7 @@ def build():
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--json")
+    p.add_argument("--table", help="append the rows to this measurements table (results/measurements.csv's columns)")
     p.add_argument("--shape", type=int, nargs=3, default=[1024, 8192, 8192], metavar=("M", "K", "N"))
     args = p.parse_args()
     op = build()
@@ -76,6 +78,16 @@ def main() -> int:
                   flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
+    if args.table:
+        common = dict(commit=results_table.current_commit(), gpu=out["gpu"], torch=out["torch"],
+                      shape="x".join(map(str, out["shape"])), dtype="fp32", method="read flush, median")
+        rows = [results_table.row(**common, implementation="cuBLAS torch.matmul, all rows", time_ms=out["cublas_ms"],
+                                  exact="yes", note="scripts/experiments/gemm_tiles.py")]
+        rows += [results_table.row(**common, implementation=f"rows_gemm {r['variant']}, {r['count']} rows",
+                                   time_ms=r["median_ms"], exact=r["bit_exact"],
+                                   note=f"scripts/experiments/gemm_tiles.py; {r['vs_cublas_rate']:.2f} of cuBLAS's rate")
+                 for r in out["rows"]]
+        results_table.append(rows, Path(args.table))
     return 0
 
 

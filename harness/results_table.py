@@ -1,0 +1,62 @@
+"""The measurements table, results/measurements.csv: one row per timed implementation per
+shape per run, appended by the benchmark scripts (never rewritten), read by the figures.
+
+Columns: commit, date, gpu, torch, shape, dtype, method, implementation, time_ms (the
+time_ms (the method's statistic: a median, or KernelBench's mean), interval_ms (the spread the method reports: IQR or std), exact (the output's bits equal the
+reference's: yes / no / part, or '' where not checked), note."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "results" / "measurements.csv"
+COLUMNS = ("commit", "date", "gpu", "torch", "shape", "dtype", "method", "implementation", "time_ms",
+           "interval_ms", "exact", "note")
+
+
+def current_commit() -> str:
+    """The checkout's commit, with '+' when the tree has uncommitted changes ('unknown' outside git)."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("+" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def row(**fields) -> dict:
+    """A row with every column; unknown names raise (a typo must not become a silent blank)."""
+    extra = set(fields) - set(COLUMNS)
+    if extra:
+        raise KeyError(f"measurements table: no column {sorted(extra)}")
+    out = {c: "" for c in COLUMNS}
+    out["date"] = datetime.date.today().isoformat()
+    out.update({k: ("" if v is None else v) for k, v in fields.items()})
+    for k in ("time_ms", "interval_ms"):
+        if isinstance(out[k], float):
+            out[k] = f"{out[k]:.6g}"
+    if isinstance(out["exact"], bool):
+        out["exact"] = "yes" if out["exact"] else "no"
+    return out
+
+
+def append(rows: list[dict], path: Path = TABLE) -> None:
+    """Append rows (made by `row`), writing the header if the file is new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+def read(path: Path = TABLE) -> list[dict]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
