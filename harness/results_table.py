@@ -2,8 +2,9 @@
 shape per run, appended by the benchmark scripts (never rewritten), read by the figures.
 
 Columns: commit, date, gpu, torch, shape, dtype, method, implementation, time_ms (the
-time_ms (the method's statistic: a median, or KernelBench's mean), interval_ms (the spread the method reports: IQR or std), exact (the output's bits equal the
-reference's: yes / no / part, or '' where not checked), note."""
+method's statistic: a median, or KernelBench's mean), interval_ms (the spread the method
+reports: IQR or std), exact (the output's bits equal the reference's: yes / no / part, or ''
+where not checked), note."""
 
 from __future__ import annotations
 
