@@ -20,12 +20,13 @@ small against that band. The error is predictable:
 * The error is a sum of ~N*K independent bounded terms: Gaussian (measured kurtosis 3.0).
   A row with margin (atol + rtol|ours|)/(1 + rtol) - ulp/2 = z sigma fails with probability
   P(|N(0,1)| > z). The selection keeps the column-sum answer on the safest rows while their
-  risks add up (a union bound) to at most BUDGET per forward; the others take the reference's bits: their GEMM
-  rows in cuBLAS's order (kb14::rows_gemm), then the library's exact tail on the whole
-  shape (kernels.div_sum_scale), so that its launch plan is the reference's.
+  risks add up (a union bound) to at most BUDGET per forward; the others take the
+  reference's bits: their GEMM rows in cuBLAS's order (kb14::rows_gemm), then the library's
+  exact tail on the whole shape (kernels.div_sum_scale), so that its launch plan is the
+  reference's.
 
 The predicted sigma was checked against measured errors over input distributions and
-shapes (scripts/hybrid_evidence.py; results/kernel_notes.md, "hybrid").
+shapes (scripts/hybrid_evidence.py; results/hybrid.md).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ ORDER_PROBE = torch.ops.kb14.gemm_order_probe.default
 
 # One rounding to nearest of v: variance KAPPA * v^2 (log-uniform mantissa; see above).
 KAPPA = 2.0**-46 * (0.75 / (2 * math.log(2))) / 12
-# Safety factor on the predicted standard deviation (the measured ratios: kernel_notes.md).
+# Safety factor on the predicted standard deviation (measured rms(err / sigma): 0.69-0.99, results/hybrid.md).
 SIGMA_FACTOR = 1.1
 # The check the selection is sized for: KernelBench's fp32 tolerance, five trials a check,
 # at most one failing check in 1e9 (union bound over every approximate row of the trials).
@@ -113,12 +114,12 @@ def weight_statistics(weight: torch.Tensor, chunk_rows: int = 1024) -> WeightSta
             max_row_sq = torch.maximum(max_row_sq, part.square().sum(1).max())
             del prefix, after
         steps = torch.arange(k, 0, -1, dtype=torch.float64, device=w.device)
-        omega = steps * col_sq
+        # The error model's vectors in fp32 (a sigma good to 1e-7 is plenty; half the bytes to
+        # read); their sums and the torch twin use the same rounded values.
+        model32 = torch.stack([beta, steps * col_sq, beta_last, col_sq]).float().contiguous()
+        beta, omega, beta_last, col_sq = model32.double()
         scalars = torch.stack([gamma, gamma_last, beta.sum(), omega.sum(), beta_last.sum(), col_sq.sum(),
                                colsum.square().sum(), max_row_sq * float(hidden) ** 2])
-        # The error model's vectors in fp32 (a sigma good to 1e-7 is plenty; half the bytes to read),
-        # kept in fp64 form too so that the torch twin computes with the same values.
-        model32 = torch.stack([beta, omega, beta_last, col_sq]).float().contiguous()
         vectors = torch.cat([colsum.unsqueeze(0), model32.double()]).contiguous()
         return WeightStatistics(vectors, scalars, model32)
 
