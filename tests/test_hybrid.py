@@ -89,8 +89,8 @@ def test_weight_statistics_in_chunks_equal_one_pass():
     chunked = hybrid_ops.weight_statistics(w, chunk_rows=5)
     assert torch.allclose(one.vectors, chunked.vectors, rtol=1e-6)  # the model's vectors are fp32-rounded
     assert torch.allclose(one.scalars, chunked.scalars, rtol=1e-12)
-    # gamma = sum_k |C_k|^2 is also sum_j beta_j (both are 1^T M 1).
-    assert math.isclose(one.scalars[0].item(), one.scalars[2].item(), rel_tol=1e-12)
+    # gamma = sum_k |C_k|^2 is also sum_j beta_j (both are 1^T M 1), up to beta's fp32 rounding.
+    assert math.isclose(one.scalars[0].item(), one.scalars[2].item(), rel_tol=1e-6)
 
 
 def test_selection_keeps_the_union_bound_within_the_budget():
