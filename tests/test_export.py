@@ -97,7 +97,7 @@ def test_exported_file_passes_the_static_rules(exported, key):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 dotted = ast.unparse(target)
                 assert not re.match(r"(time|torch\.cuda|torch)\.", dotted), f"assigns {dotted}"
-    assert imported <= {"__future__", "contextlib", "math", "os", "warnings", "dataclasses", "pathlib", "torch"}, imported
+    assert imported <= {"contextlib", "math", "os", "warnings", "dataclasses", "pathlib", "torch"}, imported
     assert not imported & {"threading", "multiprocessing", "concurrent", *REPOSITORY_MODULES}
     # The embedded C++ and CUDA: no exceptions caught.
     for name in ("CPP_SOURCE", "CUDA_SOURCE"):
@@ -140,6 +140,19 @@ def test_on_the_cpu_constructing_raises_a_clear_error(exported, model):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("RuntimeError: ") and "needs a CUDA GPU" in last, proc.stderr
     assert "cpp_extension" not in proc.stderr  # raised before any build
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the CPU behaviour, where no GPU is present")
+def test_runs_as_kernelbench_runs_a_result(exported, tmp_path):
+    """KernelBench compiles the text with two lines of its own above it (the build folder),
+    runs it in a plain dict and takes ModelNew from there: that works, and constructing raises."""
+    for model in ("ModelNew", "ModelNewHybrid"):
+        text = exported[(model, "fp32")].read_text()
+        prefixed = f"import os\nos.environ['TORCH_EXTENSIONS_DIR'] = '{tmp_path}'\n" + text
+        context = {}
+        exec(compile(prefixed, "<string>", "exec"), context)
+        with torch.no_grad(), pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+            context["ModelNew"](64, 32, 1.5)
 
 
 def test_cannot_run_here_names_the_missing_piece(exported, monkeypatch):
