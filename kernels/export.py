@@ -213,6 +213,70 @@ def python_pieces(model: str) -> list[tuple[str, str, str]]:
     return [(path, name, python_piece(path, name)) for path, names in PYTHON_PIECES[model] for name in names]
 
 
+# ---- what a static checker of KernelBench results rejects -----------------------------------
+
+# Matched on the whole text, strings included, with each line cut at its first '#' and its
+# first '//': exception fallbacks, an inherited do-nothing body, threads and processes, lazy
+# tensor subclasses, patched timers.
+FORBIDDEN_TEXT = {
+    "try/except": r"\btry\s*:|\bexcept\b",
+    "pass statement": r"\bpass\b",
+    "threading": r"\bthreading\b|\bmultiprocessing\b|concurrent\.futures|ThreadPoolExecutor|ProcessPoolExecutor",
+    "lazy tensor": r"_make_subclass|torch\.Tensor\.__new__|class\s+\w+.*\((torch\.)?Tensor\)",
+    "patched timer": r"\b(time\.(perf_counter|time)|torch\.cuda\.synchronize|torch\.cuda\.Event(\.\w+)?)\s*=(?!=)",
+}
+ALLOWED_IMPORTS = {"contextlib", "math", "os", "warnings", "dataclasses", "pathlib", "torch"}
+EMBEDDED_SOURCES = ("CPP_SOURCE", "CUDA_SOURCE")
+
+
+def without_line_comments(text: str) -> str:
+    """Each line cut at its first '#' and its first '//' (how a line-based checker reads code)."""
+    out = []
+    for line in text.split("\n"):
+        for marker in ("#", "//"):
+            if marker in line:
+                line = line[: line.index(marker)]
+        out.append(line)
+    return "\n".join(out)
+
+
+def static_findings(text: str) -> list[str]:
+    """What a KernelBench static check would reject in a result file's text (empty: nothing).
+
+    The text's patterns (FORBIDDEN_TEXT); in its Python, exception handlers, imports other
+    than ALLOWED_IMPORTS (threads, this repository), assignments to time.* or torch.*; in the
+    embedded C++ and CUDA, try/catch; and it must define a __global__ kernel that indexes
+    threads and build it with load_inline."""
+    findings = []
+    stripped = without_line_comments(text)
+    if "__global__" not in stripped or "load_inline" not in stripped:
+        findings.append("no __global__ kernel or no load_inline")
+    if not re.search(r"\b(threadIdx|blockIdx)\.", stripped):
+        findings.append("no threadIdx / blockIdx")
+    for what, pattern in FORBIDDEN_TEXT.items():
+        match = re.search(pattern, stripped)
+        if match:
+            findings.append(f"{what}: {stripped[max(0, match.start() - 60):match.end() + 30]!r}")
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            findings.append(f"try statement at line {node.lineno}")
+        elif isinstance(node, ast.Import):
+            findings += [f"imports {a.name}" for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] not in ALLOWED_IMPORTS:
+            findings.append(f"imports from {node.module}")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if re.match(r"(time|torch)\.", ast.unparse(target)):
+                    findings.append(f"assigns {ast.unparse(target)} at line {node.lineno}")
+    for node in tree.body:
+        name = getattr(node.targets[0], "id", None) if isinstance(node, ast.Assign) else None
+        if name in EMBEDDED_SOURCES:
+            if re.search(r"\btry\s*\{|\bcatch\s*\(", without_line_comments(ast.literal_eval(node.value))):
+                findings.append(f"try/catch in {name}")
+    return findings
+
+
 # ---- the file ------------------------------------------------------------------------------
 
 

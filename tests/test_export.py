@@ -48,78 +48,47 @@ def _load(path: Path, name: str = "exported_kb14"):
     return module
 
 
-def _without_line_comments(text: str) -> str:
-    """Each line cut at its first '#' and its first '//' (how a line-based checker reads code)."""
-    out = []
-    for line in text.split("\n"):
-        for marker in ("#", "//"):
-            if marker in line:
-                line = line[: line.index(marker)]
-        out.append(line)
-    return "\n".join(out)
-
-
-# ---- what a static checker of KernelBench results looks for --------------------------------
-
-# Patterns that make a result invalid, matched on the whole text (strings included) with
-# comments cut off: exception fallbacks, an inherited do-nothing body, threads and processes,
-# lazy tensor subclasses, patched timers.
-FORBIDDEN_TEXT = {
-    "try/except": r"\btry\s*:|\bexcept\b",
-    "pass statement": r"\bpass\b",
-    "threading": r"\bthreading\b|\bmultiprocessing\b|concurrent\.futures|ThreadPoolExecutor|ProcessPoolExecutor",
-    "lazy tensor": r"_make_subclass|torch\.Tensor\.__new__|class\s+\w+.*\((torch\.)?Tensor\)",
-    "patched timer": r"\b(time\.(perf_counter|time)|torch\.cuda\.synchronize|torch\.cuda\.Event(\.\w+)?)\s*=(?!=)",
-}
-
-
 @pytest.mark.parametrize("key", EXPORTS, ids=lambda k: "-".join(k) if isinstance(k, tuple) else k)
 def test_exported_file_passes_the_static_rules(exported, key):
     text = exported[key].read_text()
     compile(text, str(exported[key]), "exec")  # valid Python
+    assert export.static_findings(text) == []
     tree = ast.parse(text)
-    stripped = _without_line_comments(text)
-    assert "__global__" in stripped and "load_inline" in stripped
-    assert re.search(r"\b(threadIdx|blockIdx)\.", stripped)
-    for what, pattern in FORBIDDEN_TEXT.items():
-        match = re.search(pattern, stripped)
-        assert match is None, f"{what}: {stripped[max(0, match.start() - 80):match.end() + 40]!r}"
-    # The Python itself: no exception handlers, no threads, nothing of this repository,
-    # no assignment to timers or synchronisation.
-    imported = set()
-    for node in ast.walk(tree):
-        assert not isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))), f"try at line {node.lineno}"
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0])
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                dotted = ast.unparse(target)
-                assert not re.match(r"(time|torch\.cuda|torch)\.", dotted), f"assigns {dotted}"
-    assert imported <= {"contextlib", "math", "os", "warnings", "dataclasses", "pathlib", "torch"}, imported
-    assert not imported & {"threading", "multiprocessing", "concurrent", *REPOSITORY_MODULES}
-    # The embedded C++ and CUDA: no exceptions caught.
-    for name in ("CPP_SOURCE", "CUDA_SOURCE"):
-        source = _without_line_comments(_string_constant(tree, name))
-        assert not re.search(r"\btry\s*\{|\bcatch\s*\(", source), name
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "torch" in imported and not imported & {"threading", "multiprocessing", "concurrent", *REPOSITORY_MODULES}
+    for name in export.EMBEDDED_SOURCES:
+        assert "__global__" in _string_constant(tree, name) or name == "CPP_SOURCE"
 
 
-def test_the_checks_catch_what_they_are_for(tmp_path):
-    """The rules above reject each pattern they name (so that their passing means something)."""
-    samples = {
-        "try/except": "try:\n    y = f(x)\nexcept Exception:\n    y = g(x)\n",
-        "pass statement": "class ModelNew(Model):\n    pass\n",
-        "threading": "import threading\n",
-        "lazy tensor": "class Lazy(torch.Tensor):\n    x = 1\n",
-        "patched timer": "torch.cuda.synchronize = lambda: None\n",
-    }
-    for what, sample in samples.items():
-        assert re.search(FORBIDDEN_TEXT[what], _without_line_comments(sample)), what
-    assert not re.search(FORBIDDEN_TEXT["try/except"], _without_line_comments("x = 1  # try: except\n"))
+BAD_SAMPLES = {
+    "try/except": "try:\n    y = f(x)\nexcept Exception:\n    y = g(x)\n",
+    "try statement": "with_fallback = 1\ntry :\n    y = f(x)\nfinally:\n    y = 0\n",
+    "pass statement": "class ModelNew(Model):\n    pass\n",
+    "threading": "import threading\n",
+    "concurrent futures": "from concurrent.futures import ThreadPoolExecutor\n",
+    "multiprocessing": "import multiprocessing as mp\n",
+    "lazy tensor": "class Lazy(torch.Tensor):\n    x = 1\n",
+    "patched timer": "torch.cuda.synchronize = lambda: None\n",
+    "patched event": "import torch\ntorch.cuda.Event.elapsed_time = lambda *a: 0.0\n",
+    "patched clock": "import time\ntime.perf_counter = lambda: 0.0\n",
+    "repository import": "from kernels import div_sum_scale\n",
+    "repository import 2": "import modelnew\n",
+    "C++ exception": "CUDA_SOURCE = '__global__ void k() { try { f(); } catch (...) {} }'\n",
+}
 
 
-# ---- the file runs nowhere but on an sm_90 GPU, and says why ---------------------------------
+@pytest.mark.parametrize("what", BAD_SAMPLES)
+def test_the_static_rules_reject_what_they_are_for(what):
+    """Each rule rejects the pattern it names (so that its passing means something)."""
+    assert export.static_findings(BAD_SAMPLES[what])
+
+
+def test_the_static_rules_read_past_comments():
+    clean = ("from torch.utils.cpp_extension import load_inline  # try: except\n"
+             "CUDA_SOURCE = '__global__ void k(float* y) { y[threadIdx.x] = 0; }  // try { } catch (...)'\n")
+    assert export.static_findings(clean) == []
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the CPU behaviour, where no GPU is present")
@@ -260,7 +229,7 @@ def test_embedded_sources_are_the_library_files(exported, key):
                 region.strip().startswith("case TailDtype::") and kept_case not in region), region
         enabled = re.sub(r"^#if 0  " + re.escape(TAG) + r".*?^#endif  " + re.escape(TAG) + "$", "", text,
                          flags=re.M | re.S)
-        assert "TORCH_LIBRARY" not in _without_line_comments(enabled)
+        assert "TORCH_LIBRARY" not in export.without_line_comments(enabled)
         if name == "CUDA_SOURCE":
             assert re.findall(r"^[ \t]*case TailDtype::\w+:", enabled, flags=re.M) == ["    " + kept_case]
 
