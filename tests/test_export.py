@@ -274,19 +274,43 @@ def test_command_line_writes_the_file_and_refuses_a_16_bit_hybrid(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("model", ["ModelNew", "ModelNewHybrid"])
 def test_exported_model_matches_the_reference_on_the_gpu(exported, model):
-    from reference import Model
+    """KernelBench's shape and protocol, five trials: ModelNew's file returns the reference's
+    bits, the hybrid's passes at 1e-4 on its hybrid path; both return the library model's bits."""
+    import modelnew
+    import reference
+    from harness.protocol import kernelbench_trial_seeds, set_seed
 
     module = _load(exported[(model, "fp32")], f"exported_{model}")
-    torch.manual_seed(42)
-    ref = Model(2048, 1024, 1.5).cuda()
-    torch.manual_seed(42)
-    ours = module.ModelNew(2048, 1024, 1.5).cuda()
+    dev = torch.device("cuda")
+    built = {}
+    for name, cls in (("reference", reference.Model), ("file", module.ModelNew),
+                      ("library", getattr(modelnew, model))):
+        torch.manual_seed(42)
+        built[name] = cls(*reference.get_init_inputs()).to(dev)
     with torch.no_grad():
-        for seed in range(5):
-            torch.manual_seed(seed)
-            x = torch.rand(256, 2048, device="cuda")
-            want, got = ref(x), ours(x)
+        for seed in kernelbench_trial_seeds(5):
+            set_seed(seed, dev)
+            x = reference.get_inputs()[0].to(dev)
+            want, got, library = built["reference"](x), built["file"](x), built["library"](x)
+            assert torch.equal(got, library)
             if model == "ModelNew":
                 assert torch.equal(got, want)
             else:
-                assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
+                assert built["file"].last_exact_rows is not None  # the hybrid path, not the fallback
+                assert torch.allclose(want, got, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+def test_a_16_bit_file_runs_its_dtype_only_on_the_gpu(exported):
+    from reference import Model
+
+    module = _load(exported[("ModelNew", "bf16")], "exported_bf16")
+    torch.manual_seed(42)
+    ref = Model(2048, 512, 1.5).cuda().bfloat16()
+    torch.manual_seed(42)
+    ours = module.ModelNew(2048, 512, 1.5).cuda().bfloat16()
+    x = torch.rand(64, 2048, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        assert torch.equal(ours(x), ref(x))
+        with pytest.raises(TypeError, match="exported for torch.bfloat16"):
+            ours.float()(x.float())
