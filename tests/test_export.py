@@ -314,3 +314,21 @@ def test_a_16_bit_file_runs_its_dtype_only_on_the_gpu(exported):
         assert torch.equal(ours(x), ref(x))
         with pytest.raises(TypeError, match="exported for torch.bfloat16"):
             ours.float()(x.float())
+
+
+@pytest.mark.gpu
+def test_exported_model_new_gradients_are_the_reference_s(exported):
+    from reference import Model
+
+    module = _load(exported[("ModelNew", "fp32")], "exported_grad")
+    torch.manual_seed(42)
+    ref = Model(2048, 512, 1.5).cuda()
+    torch.manual_seed(42)
+    ours = module.ModelNew(2048, 512, 1.5).cuda()
+    x = torch.rand(64, 2048, device="cuda")
+    grads = []
+    for model in (ref, ours):
+        xi = x.clone().requires_grad_()
+        (model(xi) * torch.linspace(-1, 1, 64, device="cuda").unsqueeze(1)).sum().backward()
+        grads.append((xi.grad, model.weight.grad))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
