@@ -244,9 +244,9 @@ def static_findings(text: str) -> list[str]:
     """What a KernelBench static check would reject in a result file's text (empty: nothing).
 
     The text's patterns (FORBIDDEN_TEXT); in its Python, exception handlers, imports other
-    than ALLOWED_IMPORTS (threads, this repository), assignments to time.* or torch.*; in the
-    embedded C++ and CUDA, try/catch; and it must define a __global__ kernel that indexes
-    threads and build it with load_inline."""
+    than ALLOWED_IMPORTS (threads, this repository), assignments (or setattr) to time.* or
+    torch.*; in the embedded C++ and CUDA, try/catch; and it must define a __global__ kernel
+    that indexes threads and build it with load_inline."""
     findings = []
     stripped = without_line_comments(text)
     if "__global__" not in stripped or "load_inline" not in stripped:
@@ -269,6 +269,9 @@ def static_findings(text: str) -> list[str]:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 if re.match(r"(time|torch)\.", ast.unparse(target)):
                     findings.append(f"assigns {ast.unparse(target)} at line {node.lineno}")
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "setattr" and node.args \
+                and re.match(r"(time|torch)\b", ast.unparse(node.args[0])):
+            findings.append(f"setattr on {ast.unparse(node.args[0])} at line {node.lineno}")
     for node in tree.body:
         name = getattr(node.targets[0], "id", None) if isinstance(node, ast.Assign) else None
         if name in EMBEDDED_SOURCES:

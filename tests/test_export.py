@@ -73,6 +73,7 @@ BAD_SAMPLES = {
     "patched timer": "torch.cuda.synchronize = lambda: None\n",
     "patched event": "import torch\ntorch.cuda.Event.elapsed_time = lambda *a: 0.0\n",
     "patched clock": "import time\ntime.perf_counter = lambda: 0.0\n",
+    "patched by setattr": "import torch\nsetattr(torch.cuda, 'synchronize', print)\n",
     "repository import": "from kernels import div_sum_scale\n",
     "repository import 2": "import modelnew\n",
     "C++ exception": "CUDA_SOURCE = '__global__ void k() { try { f(); } catch (...) {} }'\n",
