@@ -557,6 +557,17 @@ class ModelNew(nn.Module):
 '''
 
 
+def join_pieces(texts: list[str]) -> str:
+    """Definitions two blank lines apart, consecutive assignments one (as in the library)."""
+    def is_definition(text: str) -> bool:
+        return any(line.startswith(("def ", "class ", "@")) for line in text.splitlines())
+
+    out = texts[0]
+    for before, text in zip(texts, texts[1:]):
+        out += ("\n\n\n" if is_definition(before) or is_definition(text) else "\n\n") + text
+    return out
+
+
 def extension_name(model: str, dtype: str, sources: Sources) -> str:
     """The build's name: a changed source or flag set builds under another name."""
     digest = hashlib.sha256((sources.cpp + "\0" + sources.cuda + "\0" + repr(sources.functions)).encode())
@@ -585,7 +596,7 @@ def render(model: str, dtype: str = "fp32", commit: str | None = None) -> str:
         extension_name=extension_name(model, dtype, sources), functions=sources.functions,
         cpp=string_literal(sources.cpp), cuda=string_literal(sources.cuda),
         piece_list=", ".join(sorted({path for path, _, _ in pieces})),
-        pieces="\n\n\n".join(text for _, _, text in pieces))
+        pieces=join_pieces([text for _, _, text in pieces]))
     return header + body + (MODELNEW_CLASS if model == "ModelNew" else HYBRID_CLASS)
 
 
