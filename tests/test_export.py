@@ -165,6 +165,43 @@ def test_constructor_matches_the_reference(exported, model, monkeypatch):
         ours(torch.rand(4, 63))
 
 
+def test_hybrid_path_is_taken_only_where_its_order_check_passes(exported, monkeypatch):
+    """The hybrid file's gate (stubbed order check, CPU tensors): checked once per shape,
+    never under capture, and TF32, misalignment or another order send it to the exact path
+    with one warning per shape and reason."""
+    module = _load(exported[("ModelNewHybrid", "fp32")], "exported_gate")
+    checks = []
+    verdict = {"holds": True}
+
+    def fake_check(x, w):
+        checks.append(tuple(x.shape))
+        return verdict["holds"]
+
+    monkeypatch.setattr(module, "single_chain_holds", fake_check)
+    capturing = {"now": False}
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: capturing["now"])
+    w = torch.rand(32, 64)
+    x = torch.rand(8, 64)
+    capturing["now"] = True
+    with pytest.warns(UserWarning, match="before CUDA graph capture"):
+        assert not module.takes_hybrid_path(x, w)
+    capturing["now"] = False
+    assert module.takes_hybrid_path(x, w) and module.takes_hybrid_path(x, w)
+    assert checks == [(8, 64)]  # once per shape, not under capture
+    verdict["holds"] = False
+    with pytest.warns(UserWarning, match="not rows_gemm's"):
+        assert not module.takes_hybrid_path(torch.rand(16, 64), w)
+    assert not module.takes_hybrid_path(torch.rand(16, 64), w)  # the verdict is kept; no second check
+    assert checks == [(8, 64), (16, 64)]
+    misaligned = torch.rand(8 * 64 + 1)[1:].view(8, 64)
+    with pytest.warns(UserWarning, match="not 16-byte aligned"):
+        assert not module.takes_hybrid_path(misaligned, w)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    with pytest.warns(UserWarning, match="TF32"):
+        assert not module.takes_hybrid_path(x, w)
+    assert len(checks) == 2
+
+
 # ---- the embedded sources are the library's ---------------------------------------------------
 
 
