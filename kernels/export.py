@@ -310,7 +310,7 @@ HEADER = '''\
 For:     torch {group} (this order group's CUDA reduction order; exported with torch
          {torch_version}, KB14_TORCH_VERSION={order}), a CUDA GPU of architecture sm_{arch}
          (H100, H200), {dtype}, KernelBench's shape: batch {batch_size}, input {input_size},
-         hidden {hidden_size}, scaling factor {scaling_factor}.
+         hidden {hidden_size}, scaling factor {scaling_factor}; Python 3.10 or newer.
 From:    commit {commit}, by `python -m kernels.export {model} --dtype {dtype_flag}`. The sources
          below are the library's files (local headers inlined, lines tagged `kb14 export`
          added); regenerate the file rather than edit it.
