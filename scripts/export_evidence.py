@@ -24,6 +24,7 @@ Per file:
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import sys
 import tempfile
@@ -37,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import modelnew  # noqa: E402
 import reference  # noqa: E402
-from harness.protocol import KERNELBENCH_SEED, kernelbench_trial_seeds, set_seed  # noqa: E402
+from harness.protocol import KERNELBENCH_SEED, kernelbench_trial_seeds, set_seed, sync  # noqa: E402
 from harness.timing import kernelbench_time, make_backend  # noqa: E402
 from kernels import export  # noqa: E402
 
@@ -76,7 +77,7 @@ def correctness(ref, candidate, library, trials: int) -> dict:
             want = ref(x)
             got = candidate(x)
             lib = library(x)
-            torch.cuda.synchronize()
+            sync(DEV)
             passed += bool(torch.allclose(want, got, atol=TOL, rtol=TOL))
             equal_ref += bool(torch.equal(want, got))
             equal_library += bool(torch.equal(lib, got))
@@ -112,7 +113,7 @@ def evidence_for(path: Path, args) -> dict:
         cls, context = load_as_kernelbench(text, build_dir)
         name = context["EXPORTED_MODEL"]
         row.update(model=name, exported_torch_order=context["EXPORTED_TORCH_ORDER"],
-                   release_group=context["EXPORTED_RELEASE_GROUP"], header=context.get("__doc__"))
+                   release_group=context["EXPORTED_RELEASE_GROUP"], header=ast.get_docstring(ast.parse(text)))
         start = time.perf_counter()
         candidate = build(cls)
         row["first_construction_s"] = round(time.perf_counter() - start, 1)
