@@ -38,7 +38,7 @@ SOURCE_DIR = jit.SOURCE_DIR
 ROOT = SOURCE_DIR.parent
 TAG = "// kb14 export"
 CUDA_ARCH = "90"  # the H100/H200 architecture KernelBench's result is built for
-KERNELBENCH_SHAPE = {"batch_size": 1024, "input_size": 8192, "hidden_size": 8192, "scaling_factor": 1.5}
+SHAPE_NAMES = ("batch_size", "input_size", "hidden_size", "scaling_factor")
 
 DTYPES = {"fp32": ("float32", "kFloat"), "fp16": ("float16", "kHalf"), "bf16": ("bfloat16", "kBFloat16")}
 ALL_TAIL_DTYPES = ("kFloat", "kDouble", "kHalf", "kBFloat16")
@@ -115,7 +115,10 @@ def keep_only_dtype(lines: list[str], dtype_case: str) -> list[str]:
     for case in ALL_TAIL_DTYPES:
         if case == dtype_case:
             continue
-        target = next(line.strip() for line in lines if line.strip().startswith(f"case TailDtype::{case}: return"))
+        target = next((line.strip() for line in lines if line.strip().startswith(f"case TailDtype::{case}: return")),
+                      None)
+        if target is None:
+            raise RuntimeError(f"kb14 export: no line 'case TailDtype::{case}: return ...' in the CUDA sources")
         lines = disable_line(lines, target, "not this file's dtype")
     return lines
 
@@ -281,6 +284,16 @@ def static_findings(text: str) -> list[str]:
 
 
 # ---- the file ------------------------------------------------------------------------------
+
+
+def kernelbench_shape() -> dict:
+    """KernelBench's sizes for this problem, as reference.py sets them."""
+    shape = {}
+    for node in ast.parse((ROOT / "reference.py").read_text()).body:
+        names = _defined_names(node) & set(SHAPE_NAMES)
+        if names:
+            shape[names.pop()] = ast.literal_eval(node.value)
+    return shape
 
 
 def source_commit() -> str:
@@ -590,7 +603,7 @@ def render(model: str, dtype: str = "fp32", commit: str | None = None) -> str:
     pieces = python_pieces(model)
     header = HEADER.format(
         title=title, summary=summary, group=group, torch_version=torch.__version__, order=order, arch=CUDA_ARCH,
-        dtype=DTYPES[dtype][0], dtype_flag=dtype, model=model, commit=commit or source_commit(), **KERNELBENCH_SHAPE)
+        dtype=DTYPES[dtype][0], dtype_flag=dtype, model=model, commit=commit or source_commit(), **kernelbench_shape())
     body = COMMON_BODY.format(
         model=model, order=order, group=group, torch_dtype=DTYPES[dtype][0], arch=CUDA_ARCH,
         extension_name=extension_name(model, dtype, sources), functions=sources.functions,
