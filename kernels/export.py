@@ -310,7 +310,7 @@ def source_commit() -> str:
 
 def string_literal(text: str) -> str:
     """A Python literal of `text`: a raw triple-quoted string where that spells it exactly."""
-    if "'''" not in text and not text.endswith("\\") and "\r" not in text:
+    if "'''" not in text and not text.endswith(("\\", "'")) and "\r" not in text:
         return "r'''" + text + "'''"
     return repr(text)
 

@@ -370,3 +370,9 @@ def test_exported_model_new_gradients_are_the_reference_s(exported):
         (model(xi) * torch.linspace(-1, 1, 64, device="cuda").unsqueeze(1)).sum().backward()
         grads.append((xi.grad, model.weight.grad))
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+
+
+@pytest.mark.parametrize("text", ["plain\n", "ends with a quote'", "ends with a backslash\\", "holds ''' three",
+                                  "a \\n escape and a \\ line continuation\\\nnext\n", "carriage\r\n"])
+def test_string_literal_spells_its_text_exactly(text):
+    assert ast.literal_eval(export.string_literal(text)) == text
