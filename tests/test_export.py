@@ -256,6 +256,10 @@ def test_embedded_sources_are_the_library_files(exported, key):
         assert set(top_level) <= set(files)
         for file, lines in files.items():
             assert lines == (SOURCE_DIR / file).read_text().splitlines(), f"{name}: {file} differs from kernels/{file}"
+        # What the export adds is host glue only: no device code of its own.
+        for block in re.findall(re.escape(TAG) + r": begin added\n(.*?)\n" + re.escape(TAG) + ": end added", text,
+                                flags=re.S):
+            assert "__global__" not in block and "__device__" not in block and "kb14::" in block, block
         # Every local include of every embedded file is embedded too (nothing left to find on disk).
         for file in files:
             for header in re.findall(r'^\s*#include\s+"([^"]+)"', (SOURCE_DIR / file).read_text(), flags=re.M):
