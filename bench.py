@@ -114,8 +114,18 @@ def batch_main(args) -> int:
     for flag, value in (("--kb-trials", args.kb_trials), ("--kb-warmup", args.kb_warmup), ("--repeats", args.repeats)):
         if value is not None:
             extra += [flag, str(value)]
+    try:
+        sets = parse_sets(args.sets)
+    except CheckError as exc:
+        print(f"bench.py: error: {exc}", file=sys.stderr)
+        return 2
+    # A pair's process takes --reference, where this problem's size flags are --set names.
+    for name, value in (("batch_size", args.batch), ("input_size", args.input), ("hidden_size", args.hidden),
+                        ("scaling_factor", args.scaling_factor)):
+        if value is not None:
+            sets[name] = value
     result = batch.main_from_args(args, tool="bench", device=args.device, extra=extra, progress=log,
-                                  error_prefix="bench.py: error: ")
+                                  error_prefix="bench.py: error: ", sets=sets)
     return 2 if result is None else 0
 
 

@@ -27,7 +27,7 @@ from typing import Optional
 from harness.checker import (DEFAULT_MODEL, DEFAULT_REFERENCE, DTYPES, KERNELBENCH_SEED, KERNELBENCH_TRIALS,
                              REASONS, SCHEMA_VERSION, CheckError, format_report, kernelbench_trial_seeds, run_check)
 from harness import batch
-from harness.problem import parse_sets
+from harness.problem import SIZE_FLAGS, parse_sets
 
 # What scripts and tests use from this module besides the command line.
 __all__ = ["REASONS", "SCHEMA_VERSION", "CheckError", "format_report", "kernelbench_trial_seeds", "main", "run_check"]
@@ -68,13 +68,30 @@ def build_parser() -> argparse.ArgumentParser:
 def batch_main(args) -> int:
     """--problems / --merge: one summary table and one JSON for a whole folder."""
     progress = None if args.quiet else (lambda msg: print(f"[check] {msg}", file=sys.stderr, flush=True))
-    extra = ["--dtype", args.dtype] + (["--atol", str(args.atol)] if args.atol is not None else []) + \
+    extra = ["--dtype", args.dtype, "--seed", str(args.seed)] + \
+            (["--atol", str(args.atol)] if args.atol is not None else []) + \
             (["--rtol", str(args.rtol)] if args.rtol is not None else [])
+    try:
+        sets = batch_sets(args)
+    except CheckError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 2
     result = batch.main_from_args(args, tool="check", device=args.device or "auto", extra=extra, trials=args.trials,
-                                  progress=progress)
+                                  progress=progress, sets=sets)
     if result is None:
         return 2
     return 0 if all(r["verdict"] == "PASS" for r in result["results"]) else 1
+
+
+def batch_sets(args) -> dict:
+    """--set and the size flags as {name: value} for every pair (the size flags are this
+    problem's names: batch_size, input_size, hidden_size, scaling_factor)."""
+    sets = parse_sets(args.sets)
+    for flag, value in (("batch", args.batch), ("input", args.input_size), ("hidden", args.hidden),
+                        ("scale", args.scale)):
+        if value is not None:
+            sets[SIZE_FLAGS[flag]] = value
+    return sets
 
 
 def main(argv: Optional[list] = None) -> int:

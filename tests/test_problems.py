@@ -71,3 +71,21 @@ def test_this_problem_keeps_its_closed_form_oracle():
     assert r["config"]["sizes"] == {"batch": 8, "input": 16, "hidden": 32, "scale": 1.5}
     assert r["trials"][0]["oracle"] is not None
     assert torch.__version__  # the check ran in this process
+
+
+def test_set_recomputes_the_values_derived_from_it():
+    # conv_bias_act.py has bias_shape = (out_channels, 1, 1): it must follow out_channels.
+    r = _check("conv_bias_act", "conv_bias_act_ok.py", "cpu", sets={"out_channels": 5})
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["config"]["problem_values"]["bias_shape"] == [5, 1, 1]
+    assert r["trials"][0]["reference_shape"][1] == 5
+    import sys
+
+    module = next(m for m in sys.modules.values() if getattr(m, "__file__", "") == str(PROBLEMS / "conv_bias_act.py"))
+    assert (module.out_channels, module.bias_shape) == (8, (8, 1, 1))  # restored afterwards
+
+
+def test_set_of_a_derived_value_itself_wins():
+    r = _check("conv_bias_act", "conv_bias_act_ok.py", "cpu", sets={"out_channels": 5, "bias_shape": (1, 1, 1)})
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["config"]["problem_values"]["bias_shape"] == [1, 1, 1]
