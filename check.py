@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "e.g. --set batch_size=64 for any KernelBench problem")
     p.add_argument("--atol", type=float, help="override atol (default: KernelBench's for the dtype)")
     p.add_argument("--rtol", type=float, help="override rtol (default: KernelBench's for the dtype)")
+    p.add_argument("--keep-integer-inputs", action="store_true",
+                   help="integer and bool input tensors keep their dtype (default: cast to --dtype, as KernelBench "
+                        "casts every input tensor)")
     p.add_argument("--json", metavar="PATH", help="also write the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--traceback", action="store_true", help="print the candidate's full traceback on errors")
@@ -69,6 +72,7 @@ def batch_main(args) -> int:
     """--problems / --merge: one summary table and one JSON for a whole folder."""
     progress = None if args.quiet else (lambda msg: print(f"[check] {msg}", file=sys.stderr, flush=True))
     extra = ["--dtype", args.dtype, "--seed", str(args.seed)] + \
+            (["--keep-integer-inputs"] if args.keep_integer_inputs else []) + \
             (["--atol", str(args.atol)] if args.atol is not None else []) + \
             (["--rtol", str(args.rtol)] if args.rtol is not None else [])
     try:
@@ -104,7 +108,7 @@ def main(argv: Optional[list] = None) -> int:
             model=args.model, reference=args.reference, trials=args.trials, seed=args.seed,
             device=args.device, dtype=args.dtype, batch=args.batch, input_size=args.input_size,
             hidden=args.hidden, scale=args.scale, atol=args.atol, rtol=args.rtol, progress=progress,
-            sets=parse_sets(args.sets))
+            sets=parse_sets(args.sets), keep_integer_inputs=args.keep_integer_inputs)
     except CheckError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         if args.json:

@@ -62,12 +62,14 @@ def run_check(
     rtol: Optional[float] = None,
     progress: Optional[Callable[[str], None]] = None,
     sets: Optional[dict] = None,
+    keep_integer_inputs: bool = False,
 ) -> dict:
     """Run the check and return its JSON-able result (see README for the schema).
 
     `model` and `reference` are `MODULE:CLASS` / `file.py:CLASS` specs or classes.
     Raises CheckError when the check itself cannot run; a failing candidate is a
-    result (verdict "FAIL"), never an exception.
+    result (verdict "FAIL"), never an exception. Every input tensor is cast to `dtype`
+    as KernelBench does, unless `keep_integer_inputs` keeps integer and bool ones.
     """
     say = progress or (lambda msg: None)
     started = time.perf_counter()
@@ -98,11 +100,11 @@ def run_check(
         except Exception as exc:
             raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
         return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
-                          dtype, torch_dtype, atol, rtol, kb_tol, say, started)
+                          dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs)
 
 
 def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev, dtype,
-               torch_dtype, atol, rtol, kb_tol, say, started) -> dict:
+               torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs=False) -> dict:
     make_inputs = ref_module.get_inputs
     overridden = bool(overrides)
 
@@ -131,6 +133,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             "atol": atol,
             "rtol": rtol,
             "kernelbench_tol": kb_tol,
+            "keep_integer_inputs": keep_integer_inputs,
             "torch_version": torch.__version__,
         },
         "summary": None,
@@ -182,7 +185,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
         for i, trial_seed in enumerate(seeds):
             trial = _run_trial(
                 i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
-                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model,
+                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model, keep_integer_inputs,
             )
             result["trials"].append(trial.pop("_record"))
             rec = result["trials"][-1]
@@ -203,7 +206,8 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
 
 
 def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
-               atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None) -> dict:
+               atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None,
+               keep_integer_inputs=False) -> dict:
     """One trial: fresh inputs, each model on its own copy, then every check."""
     rec: dict = {
         "index": i, "seed": trial_seed, "status": "pass", "reasons": [],
@@ -215,7 +219,8 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     out: dict = {"_record": rec}
 
     set_seed(trial_seed, dev)
-    pristine = [to_device(x, dev, torch_dtype) for x in make_inputs()]
+    drawn = list(make_inputs())
+    pristine = [to_device(x, dev, torch_dtype, keep_integer_inputs) for x in drawn]
     ref_inputs = [clone(x) for x in pristine]
     new_inputs = [clone(x) for x in pristine]
 
@@ -224,7 +229,11 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         ref_out = ref_model(*ref_inputs)
         sync(dev)
     except Exception as exc:
-        raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}") from exc
+        cast = [k for k, x in enumerate(drawn) if isinstance(x, torch.Tensor) and not x.is_floating_point()]
+        why = (f" (input(s) {cast} are integer or bool tensors, cast to {str(torch_dtype).replace('torch.', '')} "
+               f"as KernelBench casts them; --keep-integer-inputs keeps their dtype)"
+               if cast and not keep_integer_inputs else "")
+        raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}{why}") from exc
     rec["seconds"]["reference"] = time.perf_counter() - t0
     rec["reference_shape"] = list(ref_out.shape)
 

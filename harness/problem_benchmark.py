@@ -124,7 +124,9 @@ def _run(args, device: torch.device, sets: dict) -> dict:
         with problem_overrides(module, sets):
             init_inputs = list(module.get_init_inputs())
             set_seed(KERNELBENCH_SEED, device)
-            inputs = [to_device(x, device, torch.float32) for x in module.get_inputs()]
+            keep_integer = getattr(args, "keep_integer_inputs", False)
+            drawn = list(module.get_inputs())
+            inputs = [to_device(x, device, torch.float32, keep_integer) for x in drawn]
             values = {k: list(v) if isinstance(v, tuple) else v for k, v in problem_values(module).items()}
     except CheckError as exc:  # a bad --set
         raise BenchError(str(exc)) from None
@@ -132,8 +134,15 @@ def _run(args, device: torch.device, sets: dict) -> dict:
         raise BenchError(f"the problem's get_init_inputs / get_inputs raised: {type(exc).__name__}: {exc}") from None
     set_seed(KERNELBENCH_SEED, device)
     ref_model = ref_cls(*init_inputs).to(device=device, dtype=torch.float32).eval()
-    with torch.no_grad():
-        ref_out = ref_model(*inputs)
+    try:
+        with torch.no_grad():
+            ref_out = ref_model(*inputs)
+    except Exception as exc:
+        cast = [k for k, x in enumerate(drawn) if isinstance(x, torch.Tensor) and not x.is_floating_point()
+                and not keep_integer]
+        why = " (integer inputs are cast to fp32 as KernelBench casts them; --keep-integer-inputs keeps them)" \
+            if cast else ""
+        raise BenchError(f"the reference's forward raised: {type(exc).__name__}: {exc}{why}") from None
     flops = flops_estimate(ref_model, inputs)
     nbytes = bytes_lower_bound(ref_model, inputs, ref_out)
 
