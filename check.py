@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-integer-inputs", action="store_true",
                    help="integer and bool input tensors keep their dtype (default: cast to --dtype, as KernelBench "
                         "casts every input tensor)")
+    p.add_argument("--strict", action="store_true",
+                   help="also catch candidates that game the check: replayed outputs, aliasing, tensor subclasses, "
+                        "patched timers or comparisons, extra threads, side streams (default in batch mode)")
+    p.add_argument("--no-strict", dest="strict", action="store_false", default=None,
+                   help="batch mode: KernelBench's trials only")
+    p.add_argument("--strict-seed", type=int, help="the seed of --strict's extra inputs (default: a fresh one, "
+                                                   "printed so that a failure can be replayed)")
     p.add_argument("--json", metavar="PATH", help="also write the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--traceback", action="store_true", help="print the candidate's full traceback on errors")
@@ -73,6 +80,8 @@ def batch_main(args) -> int:
     progress = None if args.quiet else (lambda msg: print(f"[check] {msg}", file=sys.stderr, flush=True))
     extra = ["--dtype", args.dtype, "--seed", str(args.seed)] + \
             (["--keep-integer-inputs"] if args.keep_integer_inputs else []) + \
+            (["--strict"] if args.strict is not False else []) + \
+            (["--strict-seed", str(args.strict_seed)] if args.strict_seed is not None else []) + \
             (["--atol", str(args.atol)] if args.atol is not None else []) + \
             (["--rtol", str(args.rtol)] if args.rtol is not None else [])
     try:
@@ -108,7 +117,8 @@ def main(argv: Optional[list] = None) -> int:
             model=args.model, reference=args.reference, trials=args.trials, seed=args.seed,
             device=args.device, dtype=args.dtype, batch=args.batch, input_size=args.input_size,
             hidden=args.hidden, scale=args.scale, atol=args.atol, rtol=args.rtol, progress=progress,
-            sets=parse_sets(args.sets), keep_integer_inputs=args.keep_integer_inputs)
+            sets=parse_sets(args.sets), keep_integer_inputs=args.keep_integer_inputs, strict=bool(args.strict),
+            strict_seed=args.strict_seed)
     except CheckError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         if args.json:

@@ -20,6 +20,8 @@ import torch
 from harness.compare import SWEEP_TOLS, changed_inputs, compare_outputs, oracle_error, oracle_output, pass_at
 from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
+from harness.strict import (STRICT_REASONS, Watch, finding, new_strict_seed, poison_free_memory, strict_calls,
+                            subclass_finding)
 from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS, clone,
                               kernelbench_trial_seeds, set_seed, sync, to_device)
 
@@ -34,15 +36,26 @@ DEFAULT_REFERENCE = "reference:Model"
 REASONS = (
     "import_error",      # the candidate's module or class could not be loaded
     "construct_error",   # the constructor raised
+    "patched_timer",     # --strict: see harness.strict.STRICT_REASONS for these
+    "patched_check",
+    "extra_threads",
     "forward_error",     # forward (or the synchronize after it) raised
     "not_a_tensor",      # forward returned something other than a Tensor
+    "tensor_subclass",
     "wrong_shape",
     "wrong_dtype",
     "wrong_device",
     "mutated_input",     # the candidate changed its input tensor
+    "output_aliasing",
+    "unwritten_output",
     "nonfinite",         # NaN/Inf where the reference is finite
     "stale_output",      # an earlier trial's output again, although the inputs changed
     "mismatch",          # outside torch.allclose at the tolerance
+    "replayed_output",
+    "mismatch_on_fresh_inputs",
+    "forward_error_on_fresh_inputs",
+    "nondeterministic",
+    "side_stream",
 )
 
 
@@ -63,6 +76,8 @@ def run_check(
     progress: Optional[Callable[[str], None]] = None,
     sets: Optional[dict] = None,
     keep_integer_inputs: bool = False,
+    strict: bool = False,
+    strict_seed: Optional[int] = None,
 ) -> dict:
     """Run the check and return its JSON-able result (see README for the schema).
 
@@ -70,6 +85,8 @@ def run_check(
     Raises CheckError when the check itself cannot run; a failing candidate is a
     result (verdict "FAIL"), never an exception. Every input tensor is cast to `dtype`
     as KernelBench does, unless `keep_integer_inputs` keeps integer and bool ones.
+    `strict` adds harness.strict's checks, their inputs drawn from `strict_seed` (a fresh
+    one when None; the report prints it).
     """
     say = progress or (lambda msg: None)
     started = time.perf_counter()
@@ -100,11 +117,12 @@ def run_check(
         except Exception as exc:
             raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
         return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
-                          dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs)
+                          dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs,
+                          (new_strict_seed() if strict_seed is None else strict_seed) if strict else None)
 
 
 def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev, dtype,
-               torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs=False) -> dict:
+               torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs=False, strict_seed=None) -> dict:
     make_inputs = ref_module.get_inputs
     overridden = bool(overrides)
 
@@ -134,13 +152,17 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             "rtol": rtol,
             "kernelbench_tol": kb_tol,
             "keep_integer_inputs": keep_integer_inputs,
+            "strict": strict_seed is not None,
+            "strict_seed": strict_seed,
             "torch_version": torch.__version__,
         },
         "summary": None,
         "trials": [],
         "error": None,
+        "strict": None if strict_seed is None else {"seed": strict_seed, "findings": [], "warnings": [], "calls": []},
         "seconds": {},
     }
+    strict_result = result["strict"]
 
     with torch.no_grad():  # KernelBench runs both models under no_grad
         say(f"constructing the reference {describe(reference)} {init_inputs} ...")
@@ -151,6 +173,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}") from exc
 
         say(f"loading and constructing the candidate {describe(model)} ...")
+        watch = Watch() if strict_result is not None else None  # before the candidate's module runs
         try:
             new_cls = load_class(model) if isinstance(model, str) else model
         except BaseException as exc:  # SystemExit from a candidate module must not end the check
@@ -166,6 +189,9 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             result["error"] = error_info("construct", exc)
             return _finish(result, started, "construct_error")
         result["seconds"]["construct"] = time.perf_counter() - started
+        if watch is not None:
+            strict_result["findings"] += watch.patched("by the candidate's import or constructor", strict_seed)
+            strict_result["findings"] += watch.new_threads("after the candidate's import", strict_seed)
 
         # The fp64 oracle. This problem's exact answer is x @ W.sum(0) * (s / 2) with the
         # weight the reference holds; any other problem's is its reference run in float64.
@@ -182,11 +208,17 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
         seeds = kernelbench_trial_seeds(trials, seed)
         every = max(1, math.ceil(trials / 20))  # about 20 progress lines at most
         history = []  # (reference, candidate) outputs of earlier trials that passed
+        answers = {}  # --strict: trial seed -> the reference's output, on the host
         for i, trial_seed in enumerate(seeds):
             trial = _run_trial(
                 i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
                 atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model, keep_integer_inputs,
+                watch, strict_seed,
             )
+            if strict_result is not None:
+                strict_result["findings"] += trial.get("_findings", [])
+                if "_answer" in trial:
+                    answers[trial_seed] = trial["_answer"]
             result["trials"].append(trial.pop("_record"))
             rec = result["trials"][-1]
             if (i + 1) % every == 0 or i + 1 == trials or rec["status"] != "pass":
@@ -201,13 +233,23 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
                 break
 
     reasons = [r for t in result["trials"] for r in t["reasons"]]
+    if strict_result is not None and not reasons:
+        say(f"strict: extra calls on fresh inputs (strict seed {strict_seed}) ...")
+        with torch.no_grad():
+            extra = strict_calls(ref_model, new_model, make_inputs, dev, torch_dtype, keep_integer_inputs, atol, rtol,
+                                 seeds, strict_seed, watch, say, answers)
+        strict_result["calls"] = extra["calls"]
+        strict_result["warnings"] = extra["warnings"]
+        strict_result["findings"] += extra["findings"]
+    if strict_result is not None:
+        reasons += [f["reason"] for f in strict_result["findings"]]
     first = next((r for r in REASONS if r in reasons), None)
     return _finish(result, started, first)
 
 
 def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None,
-               keep_integer_inputs=False) -> dict:
+               keep_integer_inputs=False, watch=None, strict_seed=None) -> dict:
     """One trial: fresh inputs, each model on its own copy, then every check."""
     rec: dict = {
         "index": i, "seed": trial_seed, "status": "pass", "reasons": [],
@@ -236,6 +278,11 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}{why}") from exc
     rec["seconds"]["reference"] = time.perf_counter() - t0
     rec["reference_shape"] = list(ref_out.shape)
+    if watch is not None:
+        out["_answer"] = ref_out.detach().to("cpu", copy=True)  # --strict tells a replayed answer by it
+        if dev.type == "cuda":  # an output the candidate never writes then reads NaN, not a freed answer
+            poison_free_memory(dev, [x.numel() * x.element_size() for x in new_inputs if isinstance(x, torch.Tensor)]
+                               + [ref_out.numel() * ref_out.element_size()])
 
     t0 = time.perf_counter()
     try:
@@ -246,6 +293,13 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         out["_error"] = error_info(f"forward (trial {i})", exc)
         return out
     rec["seconds"]["candidate"] = time.perf_counter() - t0
+    if watch is not None:  # --strict: before anything is compared with what the candidate could have patched
+        found = watch.patched(f"during trial {i}", strict_seed) + subclass_finding(new_out, f"trial {i}", strict_seed)
+        out["_findings"] = found
+        rec["reasons"] += [f["reason"] for f in found]
+        if any(f["reason"] == "tensor_subclass" for f in found):
+            rec["status"] = "fail"
+            return out
 
     # Input mutation: compare the candidate's copy with the pristine one. KernelBench
     # would not notice (it hands both models the same tensors), but a kernel that
@@ -279,7 +333,13 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     new_bad_where_ref_ok = int((~torch.isfinite(new_out) & torch.isfinite(ref_out)).sum().item())
     rec["nonfinite"] = {"reference": ref_bad, "candidate_where_reference_finite": new_bad_where_ref_ok}
     if new_bad_where_ref_ok:
-        rec["reasons"].append("nonfinite")
+        # Under --strict on CUDA free memory holds NaN before the call: NaN is memory never written.
+        poisoned = watch is not None and dev.type == "cuda" and bool((new_out.isnan() & ref_out.isfinite()).any())
+        rec["reasons"].append("unwritten_output" if poisoned else "nonfinite")
+        if poisoned:
+            out.setdefault("_findings", []).append(finding(
+                "unwritten_output", f"NaN where the reference is finite in trial {i}, after freed memory was filled "
+                                    f"with NaN: an output the kernel never wrote (a launch that failed?)", strict_seed))
 
     cmp = compare_outputs(ref_out, new_out, atol, rtol)
     rec["comparison"] = cmp
@@ -383,6 +443,10 @@ def _verdict_message(result: dict) -> str:
         return f"FAIL: cannot import the candidate {cfg['model']}: {err['type']}: {err['message']}"
     if reason == "construct_error":
         return f"FAIL: the candidate's constructor raised {err['type']}: {err['message']}"
+    if reason in STRICT_REASONS:
+        f = next(f for f in result["strict"]["findings"] if f["reason"] == reason)
+        return (f"FAIL ({reason}, --strict): {f['message']}; replay with --seed {cfg['seed']} --strict "
+                f"--strict-seed {f['seed']}")
     t = _first_with(trials, reason)
     where = f"trial {t['index']}"
     if reason == "forward_error":
@@ -524,6 +588,15 @@ def format_report(result: dict, max_rows: int = 20) -> str:
         if ro and no:
             lines.append(f"error vs fp64 oracle (rms / max): reference {_g(ro['rms'], 3)} / {_g(ro['max_abs'], 3)}, "
                          f"candidate {_g(no['rms'], 3)} / {_g(no['max_abs'], 3)}")
+    strict = result.get("strict")
+    if strict is not None:
+        lines.append(f"strict (strict seed {strict['seed']}): {len(strict['calls'])} extra call(s) on fresh and "
+                     f"replayed inputs; {len(strict['findings'])} finding(s)")
+        lines += [f"  {f['reason']}: {f['message']}" for f in strict["findings"]]
+        lines += [f"warning: {w}" for w in strict["warnings"]]
+    if not result["passed"] and result["reason"] not in ("import_error", "construct_error"):
+        lines.append(f"replay: --seed {cfg['seed']}"
+                     + (f" --strict --strict-seed {strict['seed']}" if strict is not None else ""))
     for h in result["hints"]:
         lines.append(f"hint: {h}")
     lines.append(f"({result['seconds'].get('total', 0):.1f} s)")
