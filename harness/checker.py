@@ -20,6 +20,7 @@ import torch
 from harness.compare import SWEEP_TOLS, changed_inputs, compare_outputs, oracle_error, oracle_output, pass_at
 from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
+from harness.memory import estimate_bytes, free_device_bytes, refuse_if_too_big
 from harness.strict import (STRICT_REASONS, Watch, finding, new_strict_seed, poison_free_memory, strict_calls,
                             subclass_finding)
 from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS, clone,
@@ -116,13 +117,18 @@ def run_check(
             init_inputs = list(ref_module.get_init_inputs())
         except Exception as exc:
             raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
+        # Refused before anything runs when the inputs and the two outputs cannot fit.
+        needs = estimate_bytes(ref_cls, init_inputs, ref_module.get_inputs, torch_dtype, keep_integer_inputs)
+        if dev.type == "cuda":
+            refuse_if_too_big(needs, free_device_bytes(dev), str(dev))
         return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
                           dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs,
-                          (new_strict_seed() if strict_seed is None else strict_seed) if strict else None)
+                          (new_strict_seed() if strict_seed is None else strict_seed) if strict else None, needs)
 
 
 def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev, dtype,
-               torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs=False, strict_seed=None) -> dict:
+               torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs=False, strict_seed=None,
+               device_bytes=None) -> dict:
     make_inputs = ref_module.get_inputs
     overridden = bool(overrides)
 
@@ -154,6 +160,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             "keep_integer_inputs": keep_integer_inputs,
             "strict": strict_seed is not None,
             "strict_seed": strict_seed,
+            "device_bytes_estimate": device_bytes,
             "torch_version": torch.__version__,
         },
         "summary": None,
@@ -195,13 +202,14 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
 
         # The fp64 oracle. This problem's exact answer is x @ W.sum(0) * (s / 2) with the
         # weight the reference holds; any other problem's is its reference run in float64.
+        # Both live on the host: the device holds only the inputs and the two outputs.
         colsum64 = oracle_scale = oracle_model = None
         if is_this_problem(ref_cls):
-            colsum64 = ref_model.weight.sum(0, dtype=torch.float64)
+            colsum64 = ref_model.weight.sum(0, dtype=torch.float64).cpu()
             oracle_scale = ref_model.scaling_factor
         else:
             try:
-                oracle_model = copy.deepcopy(ref_model).to(torch.float64)
+                oracle_model = copy.deepcopy(ref_model).to(device="cpu", dtype=torch.float64)
             except Exception:  # noqa: BLE001 - no oracle, then; the check goes on
                 oracle_model = None
 
@@ -247,6 +255,11 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
     return _finish(result, started, first)
 
 
+def device_copies(inputs: list, dev: torch.device) -> list:
+    """A fresh copy of each tensor on `dev` (a copy on the CPU too: the model may write into it)."""
+    return [x.to(dev, copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
 def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None,
                keep_integer_inputs=False, watch=None, strict_seed=None) -> dict:
@@ -262,22 +275,27 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
 
     set_seed(trial_seed, dev)
     drawn = list(make_inputs())
-    pristine = [to_device(x, dev, torch_dtype, keep_integer_inputs) for x in drawn]
-    ref_inputs = [clone(x) for x in pristine]
-    new_inputs = [clone(x) for x in pristine]
+    # The pristine inputs stay on the host; each model gets its own device copy in turn, so
+    # the device holds one copy of the inputs and the two outputs at a time.
+    host = torch.device("cpu")
+    pristine = [to_device(x, host, torch_dtype, keep_integer_inputs) for x in drawn]
+    cast = [k for k, x in enumerate(drawn) if isinstance(x, torch.Tensor) and not x.is_floating_point()]
+    del drawn
+    ref_inputs = device_copies(pristine, dev)
 
     t0 = time.perf_counter()
     try:
         ref_out = ref_model(*ref_inputs)
         sync(dev)
     except Exception as exc:
-        cast = [k for k, x in enumerate(drawn) if isinstance(x, torch.Tensor) and not x.is_floating_point()]
         why = (f" (input(s) {cast} are integer or bool tensors, cast to {str(torch_dtype).replace('torch.', '')} "
                f"as KernelBench casts them; --keep-integer-inputs keeps their dtype)"
                if cast and not keep_integer_inputs else "")
         raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}{why}") from exc
     rec["seconds"]["reference"] = time.perf_counter() - t0
     rec["reference_shape"] = list(ref_out.shape)
+    del ref_inputs
+    new_inputs = device_copies(pristine, dev)
     if watch is not None:
         out["_answer"] = ref_out.detach().to("cpu", copy=True)  # --strict tells a replayed answer by it
         if dev.type == "cuda":  # an output the candidate never writes then reads NaN, not a freed answer
@@ -304,7 +322,8 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     # Input mutation: compare the candidate's copy with the pristine one. KernelBench
     # would not notice (it hands both models the same tensors), but a kernel that
     # writes into its input is a bug waiting for a caller that reuses it.
-    changed = changed_inputs(pristine, new_inputs)
+    changed = changed_inputs(pristine, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in new_inputs])
+    del new_inputs
     if changed:
         rec["reasons"].append("mutated_input")
         rec["mutation"] = changed
@@ -329,51 +348,56 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         rec["status"] = "fail"
         return out
 
-    ref_bad = int((~torch.isfinite(ref_out)).sum().item())
-    new_bad_where_ref_ok = int((~torch.isfinite(new_out) & torch.isfinite(ref_out)).sum().item())
+    # Every statistic is taken on host copies: the comparison's fp64 temporaries are several
+    # outputs' worth, which the device need not hold.
+    ref_host, new_host = ref_out.detach().cpu(), new_out.detach().cpu()
+    del ref_out, new_out  # the device keeps nothing of this trial
+    ref_bad = int((~torch.isfinite(ref_host)).sum().item())
+    new_bad_where_ref_ok = int((~torch.isfinite(new_host) & torch.isfinite(ref_host)).sum().item())
     rec["nonfinite"] = {"reference": ref_bad, "candidate_where_reference_finite": new_bad_where_ref_ok}
     if new_bad_where_ref_ok:
         # Under --strict on CUDA free memory holds NaN before the call: NaN is memory never written.
-        poisoned = watch is not None and dev.type == "cuda" and bool((new_out.isnan() & ref_out.isfinite()).any())
+        poisoned = watch is not None and dev.type == "cuda" and bool((new_host.isnan() & ref_host.isfinite()).any())
         rec["reasons"].append("unwritten_output" if poisoned else "nonfinite")
         if poisoned:
             out.setdefault("_findings", []).append(finding(
                 "unwritten_output", f"NaN where the reference is finite in trial {i}, after freed memory was filled "
                                     f"with NaN: an output the kernel never wrote (a launch that failed?)", strict_seed))
 
-    cmp = compare_outputs(ref_out, new_out, atol, rtol)
+    cmp = compare_outputs(ref_host, new_host, atol, rtol)
     rec["comparison"] = cmp
     rec["allclose"] = cmp["allclose"]
-    rec["bit_exact"] = bool(torch.equal(ref_out, new_out))
-    rec["pass_at"] = {f"{t:g}": pass_at(ref_out, new_out, t) for t in SWEEP_TOLS}
-    rec["kernelbench_pass"] = pass_at(ref_out, new_out, kb_tol)
+    rec["bit_exact"] = bool(torch.equal(ref_host, new_host))
+    rec["pass_at"] = {f"{t:g}": pass_at(ref_host, new_host, t) for t in SWEEP_TOLS}
+    rec["kernelbench_pass"] = pass_at(ref_host, new_host, kb_tol)
     if not cmp["allclose"]:
         rec["reasons"].append("mismatch")
 
     # A cached result: the candidate repeats an earlier output although the reference's
     # changed. Only earlier outputs that were right for their own inputs count: a
     # candidate that is wrong the same way every time (all zeros) is not caching.
-    if any(new_out.shape == old_new.shape and torch.equal(old_new, new_out) and not torch.equal(old_ref, ref_out)
+    # The history lives on the host (8 outputs of each model would not fit beside the rest).
+    if any(new_host.shape == old_new.shape and torch.equal(old_new, new_host) and not torch.equal(old_ref, ref_host)
            for old_ref, old_new in history):
         rec["reasons"].insert(rec["reasons"].index("mismatch") if "mismatch" in rec["reasons"] else len(rec["reasons"]),
                               "stale_output")
     if cmp["allclose"] and len(history) < 8:  # a cache returns an early output; 8 is plenty
-        history.append((ref_out.detach().clone(), new_out.detach().clone()))
+        history.append((ref_host.clone(), new_host.clone()))
 
     x = pristine[0] if pristine and isinstance(pristine[0], torch.Tensor) else None
     truth = None
     if colsum64 is not None and x is not None and x.dim() == 2 and x.shape[1] == colsum64.shape[0] \
-            and ref_out.shape == (x.shape[0], 1):
+            and ref_host.shape == (x.shape[0], 1):
         truth = oracle_output(x, None, oracle_scale, colsum64)
     elif oracle_model is not None:
         try:
             truth = oracle_model(*double_inputs(pristine))
         except Exception:  # noqa: BLE001 - an op without float64 support: no oracle for this trial
             truth = None
-        if not isinstance(truth, torch.Tensor) or truth.shape != ref_out.shape:
+        if not isinstance(truth, torch.Tensor) or truth.shape != ref_host.shape:
             truth = None
     if truth is not None:
-        rec["oracle"] = {"reference": oracle_error(ref_out, truth), "candidate": oracle_error(new_out, truth)}
+        rec["oracle"] = {"reference": oracle_error(ref_host, truth), "candidate": oracle_error(new_host, truth)}
 
     rec["status"] = "fail" if rec["reasons"] else "pass"
     return out

@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from harness.protocol import clone, set_seed, sync, to_device
+from harness.protocol import set_seed, sync, to_device
 
 # Why a candidate fails under --strict, in the order the verdict picks them.
 STRICT_REASONS = (
@@ -255,12 +255,15 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
     timings: list = []
     earlier = None
 
-    def draw(seed):
+    def draw(seed):  # on the host: each model gets its own device copy, one at a time
         set_seed(seed, dev)
-        return [to_device(x, dev, torch_dtype, keep_integer_inputs) for x in make_inputs()]
+        return [to_device(x, torch.device("cpu"), torch_dtype, keep_integer_inputs) for x in make_inputs()]
+
+    def on_device(inputs):
+        return [x.to(dev, copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
 
     def reference_answer(inputs):
-        ref_inputs = [clone(x) for x in inputs]
+        ref_inputs = on_device(inputs)
         out = ref_model(*ref_inputs)
         sync(dev)
         aliases = any(isinstance(x, torch.Tensor) and shares_storage(out, x) for x in ref_inputs)
@@ -284,7 +287,7 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
             answers[seed] = ref_host
             trivial = degenerate_warnings(ref_host, inputs, atol, rtol)
             degenerate = trivial if degenerate is None else degenerate & trivial  # on every input drawn
-            cand_inputs = [clone(x) for x in inputs]
+            cand_inputs = on_device(inputs)
             del inputs
             try:
                 out = call(cand_inputs, seed)
@@ -311,8 +314,8 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
         del earlier
 
         if not findings and plan:
-            findings.extend(_determinism(new_model, draw(plan[0][1]), answers[plan[0][1]], atol, rtol, strict_seed,
-                                         warnings, plan[0][1]))
+            findings.extend(_determinism(new_model, on_device, draw(plan[0][1]), answers[plan[0][1]], atol, rtol,
+                                         strict_seed, warnings, plan[0][1]))
     if cuda and timings:
         findings.extend(side_stream_findings(timings, strict_seed))
     findings.extend(watch.new_threads("after the calls", strict_seed))
@@ -344,11 +347,11 @@ def _answer_findings(out, ref_host, answers, seed, cuda, atol, rtol, when, stric
                                                 f"allclose(atol={atol:g}, rtol={rtol:g}) ({when})", strict_seed)]
 
 
-def _determinism(new_model, inputs, ref_host, atol, rtol, strict_seed, warnings, seed) -> list:
+def _determinism(new_model, on_device, inputs, ref_host, atol, rtol, strict_seed, warnings, seed) -> list:
     """The candidate twice on the same inputs: bitwise equal, or at least both within the
     tolerance (then a warning only: atomics and split reductions are legitimate)."""
-    first = new_model(*[clone(x) for x in inputs])
-    second = new_model(*[clone(x) for x in inputs])
+    first = new_model(*on_device(inputs))
+    second = new_model(*on_device(inputs))
     if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)):
         return []
     if shares_storage(first, second):
