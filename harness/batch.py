@@ -204,8 +204,13 @@ def _bench_summary(result: dict) -> dict:
     if cand.get("error"):
         return {"verdict": "FAIL", "reason": "forward_error", "message": cand["error"]}
     ok = cand["check"]["ok"]
-    return {"verdict": "PASS" if ok else "FAIL", "reason": cand["check"].get("kind"),
-            "message": cand["check"].get("reason"), "time_ms": cand["time_ms"], "eager_ms": eager,
+    reason, message = cand["check"].get("kind"), cand["check"].get("reason")
+    if ok and cand.get("impossible"):  # a time below the roofline floor is not a time
+        ok, reason = False, "beyond_roofline"
+        message = "; ".join(f"{x['method']} {x['time_ms']:.4g} ms is below the roofline floor {x['floor_ms']:.4g} ms"
+                            for x in cand["impossible"])
+    return {"verdict": "PASS" if ok else "FAIL", "reason": reason, "message": message, "time_ms": cand["time_ms"],
+            "kernelbench_ms": cand.get("kernelbench", {}).get("mean_ms"), "eager_ms": eager,
             "compiled_ms": compiled, "speedup_vs_eager": eager / cand["time_ms"] if eager else None,
             "speedup_vs_compiled": compiled / cand["time_ms"] if compiled else None}
 
@@ -380,7 +385,7 @@ def format_batch(result: dict) -> str:
     rows = result["results"]
     width = max([len(f"{r['problem']} / {r['candidate']}") for r in rows] + [10])
     timed = result["config"].get("tool") == "bench"
-    times = f" {'median':>10} {'x eager':>8} {'x comp':>7}" if timed else ""
+    times = f" {'KernelBench':>11} {'strict':>10} {'x eager':>8} {'x comp':>7}" if timed else ""
     lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<16}{times} {'seconds':>8}",
              "-" * (width + 36 + len(times))]
 
@@ -388,8 +393,8 @@ def format_batch(result: dict) -> str:
         return "-" if v is None else f"{v:.3f}"
 
     for r in rows:
-        cells = (f" {format_ms(r.get('time_ms')):>10} {x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}"
-                 if timed else "")
+        cells = (f" {format_ms(r.get('kernelbench_ms')):>11} {format_ms(r.get('time_ms')):>10} "
+                 f"{x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}" if timed else "")
         lines.append(f"{r['problem'] + ' / ' + r['candidate']:<{width}}  {r['verdict'] or '-':<8} "
                      f"{r['reason'] or '-':<16}{cells} {r['seconds']:>8.1f}")
     counts = {}

@@ -589,6 +589,9 @@ def format_table(result: dict) -> str:
                 f"{rtxt:>24} "
                 f"{gtxt:>10} {sp(r['speedup_vs_eager']):>8} {sp(r['speedup_vs_compiled']):>7} "
                 f"{ach:>12} {r['pct_of_ceiling']:>5.1f}% {ctxt}")
+        lines.append("KB: KernelBench's method as it is (warm-ups, then per trial a 256 MB write flush and CUDA "
+                     "events on the current stream around one call; mean, std, min..max); median [IQR]: the strict "
+                     "method (single calls, each after a read flush); graph: CUDA-graph replay")
         lines.append("check: output vs the reference eager (model rows) or the eager tail (tail rows): "
                      "bits== bitwise equal; ok / FAIL = allclose at 1e-4 (KernelBench fp32), max |diff|")
         if any(r["name"] == "ModelNewColsum" for r in rows):
