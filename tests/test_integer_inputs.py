@@ -73,7 +73,8 @@ def test_every_tensor_is_cast_unless_integers_are_kept(dtype):
     x = torch.ones(3, dtype=dtype)
     assert to_device(x, torch.device("cpu"), torch.float16).dtype == torch.float16
     assert to_device(x, torch.device("cpu"), torch.float16, keep_integer_inputs=True).dtype == dtype
-    assert to_device(torch.ones(3), torch.device("cpu"), torch.bfloat16, keep_integer_inputs=True).dtype == torch.bfloat16
+    floats = to_device(torch.ones(3), torch.device("cpu"), torch.bfloat16, keep_integer_inputs=True)
+    assert floats.dtype == torch.bfloat16
     assert to_device(7, torch.device("cpu"), torch.float16) == 7
 
 

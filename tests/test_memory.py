@@ -85,3 +85,41 @@ def test_on_cuda_the_device_holds_the_inputs_and_two_outputs_only():
     est = r["config"]["device_bytes_estimate"]
     # Softmax's own workspace aside, the peak stays near one input and two outputs.
     assert torch.cuda.max_memory_allocated(dev) - before <= est["total"] + est["output"]
+
+
+def test_the_comparison_in_chunks_equals_the_whole(monkeypatch):
+    from harness import compare
+
+    torch.manual_seed(0)
+    ref = torch.randn(300, 7)
+    new = ref + 1e-5 * torch.randn_like(ref)
+    new[3, 4], new[250, 1] = float("nan"), float("inf")
+    whole = compare.compare_outputs(ref, new, 1e-4, 1e-4)
+    monkeypatch.setattr(compare, "COMPARE_CHUNK", 64)
+    chunked = compare.compare_outputs(ref, new, 1e-4, 1e-4)
+    assert chunked["worst"] == whole["worst"] and chunked["n_fail"] == whole["n_fail"] == 2
+    for key in ("max_abs_diff", "max_abs_diff_finite"):
+        assert chunked[key] == whole[key]
+    assert chunked["mean_abs_diff"] == whole["mean_abs_diff"] == "nan"
+
+
+def test_fingerprints_tell_outputs_apart_without_keeping_them():
+    from harness.compare import fingerprint, same_fingerprint
+
+    a = torch.randn(1000, 10)
+    assert same_fingerprint(fingerprint(a), fingerprint(a.clone()))
+    b = a.clone()
+    b[500, 3] += 1.0
+    assert not same_fingerprint(fingerprint(a), fingerprint(b))  # one element off: the sum differs
+    assert not same_fingerprint(fingerprint(a), fingerprint(a.view(10, 1000)))
+    nan = a.clone()
+    nan[0, 0] = float("nan")
+    assert same_fingerprint(fingerprint(nan), fingerprint(nan.clone()))
+
+
+def test_the_answers_kept_for_replays_stay_within_their_budget(monkeypatch):
+    from harness import strict
+
+    monkeypatch.setattr(strict, "ANSWER_BUDGET_BYTES", 1000)
+    answers = {1: torch.zeros(200)}  # 800 bytes
+    assert strict.keep_answer(answers, torch.zeros(50)) and not strict.keep_answer(answers, torch.zeros(51))
