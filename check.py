@@ -61,10 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-integer-inputs", action="store_true",
                    help="integer and bool input tensors keep their dtype (default: cast to --dtype, as KernelBench "
                         "casts every input tensor)")
-    p.add_argument("--strict", action="store_true",
+    p.add_argument("--strict", action="store_true", default=None,
                    help="also catch candidates that game the check: replayed outputs, aliasing, tensor subclasses, "
                         "patched timers or comparisons, extra threads, side streams (default in batch mode)")
-    p.add_argument("--no-strict", dest="strict", action="store_false", default=None,
+    p.add_argument("--no-strict", dest="strict", action="store_false",
                    help="batch mode: KernelBench's trials only")
     p.add_argument("--strict-seed", type=int, help="the seed of --strict's extra inputs (default: a fresh one, "
                                                    "printed so that a failure can be replayed)")

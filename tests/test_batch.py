@@ -215,3 +215,15 @@ def test_an_unknown_set_name_in_bench_batch_mode_is_an_error(capsys):
 
     assert bench.main(["--problems", str(PROBLEMS), "--device", "cpu", "--set", "no_such_size=3"]) == 2
     assert "no_such_size" in capsys.readouterr().err
+
+
+def test_batch_mode_is_strict_unless_told_otherwise(tmp_path):
+    for name in ("softmax.py",):
+        (tmp_path / name).write_text((PROBLEMS / name).read_text())
+    (tmp_path / "softmax_replay.py").write_text((Path(__file__).parent / "cheats" / "replay_after_trials.py").read_text())
+    common = ["--problems", str(tmp_path), "--device", "cpu", "--workers", "1", "--quiet"]
+    strict_json, plain_json = tmp_path / "strict.json", tmp_path / "plain.json"
+    assert check.main([*common, "--strict-seed", "3", "--json", str(strict_json)]) == 1
+    row = json.loads(strict_json.read_text())["results"][0]
+    assert (row["verdict"], row["reason"]) == ("FAIL", "replayed_output") and "--strict-seed 3" in row["message"]
+    assert check.main([*common, "--no-strict", "--json", str(plain_json)]) == 0  # KernelBench's five trials pass it
