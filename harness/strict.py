@@ -11,10 +11,14 @@ trials. Each finding has its own reason and the seed that replays it.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import os
 import random
+import sys
 import threading
 import time
+import weakref
 from typing import Any, Callable, Optional
 
 import torch
@@ -71,9 +75,43 @@ def _watched() -> dict:
     return out
 
 
+# Who started each thread: the first frame outside threading and concurrent.futures when
+# Thread.start ran. A worker pool that torch.compile (or Triton) starts is torch's, not the
+# candidate's, even though its threads run concurrent.futures code.
+_STARTED_BY: "weakref.WeakKeyDictionary[threading.Thread, str]" = weakref.WeakKeyDictionary()
+_LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + tuple(
+    os.path.dirname(spec.origin) + os.sep for spec in [importlib.util.find_spec("triton")] if spec and spec.origin)
+_PLUMBING = (os.sep + "threading.py", os.sep + "concurrent" + os.sep, os.path.abspath(__file__))
+
+
+def _record_starts() -> None:
+    """Wrap Thread.start once per process to note who starts each thread."""
+    if getattr(threading.Thread.start, "_kb_records_starter", False):
+        return
+    real_start = threading.Thread.start
+
+    def start(thread, *args, **kwargs):
+        frame = sys._getframe(1)
+        while frame is not None and any(p in frame.f_code.co_filename for p in _PLUMBING):
+            frame = frame.f_back
+        _STARTED_BY[thread] = frame.f_code.co_filename if frame is not None else "?"
+        return real_start(thread, *args, **kwargs)
+
+    start._kb_records_starter = True
+    threading.Thread.start = start
+
+
 def _thread_origin(thread: threading.Thread) -> str:
+    """The file that started the thread, else the module of its target."""
+    if thread in _STARTED_BY:
+        return _STARTED_BY[thread]
     target = getattr(thread, "_target", None)
     return getattr(target, "__module__", None) or type(thread).__module__ or "?"
+
+
+def _library_thread(thread: threading.Thread) -> bool:
+    origin = _thread_origin(thread)
+    return origin.startswith(_LIBRARY_DIRS) or origin.split(".")[0] in ("torch", "triton")
 
 
 class Watch:
@@ -83,6 +121,7 @@ class Watch:
         self.items = _watched()
         self.originals = {name: self._lookup(owner, attr) for name, (owner, attr, _) in self.items.items()}
         self.threads = {t.ident for t in threading.enumerate()}
+        _record_starts()
 
     @staticmethod
     def _lookup(owner, attr) -> tuple:
@@ -108,7 +147,7 @@ class Watch:
         """A finding for the threads started since the watch began that are still alive
         (torch's own helper threads excepted)."""
         extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()
-                 and not _thread_origin(t).startswith("torch")]
+                 and not _library_thread(t)]
         if not extra:
             return []
         names = ", ".join(f"{t.name} ({_thread_origin(t)})" for t in extra)
@@ -181,31 +220,41 @@ def degenerate_warnings(ref_out: torch.Tensor, inputs: list, atol: float, rtol: 
 # ----------------------------------------------------------------------------- CUDA only
 
 
-def poison_free_memory(device: torch.device, sizes: list[int]) -> None:
+# At most this many free blocks are filled before a call (each is one allocation and a fill).
+POISON_MAX_BLOCKS = 256
+
+
+def free_block_sizes(snapshot: list, device_index: int) -> list[int]:
+    """The sizes of the caching allocator's free blocks on one device, largest first, from
+    torch.cuda.memory_snapshot()'s segments."""
+    sizes = [block["size"] for segment in snapshot if segment.get("device") == device_index
+             for block in segment.get("blocks", []) if block.get("state") == "inactive" and block.get("size", 0) > 0]
+    return sorted(sizes, reverse=True)[:POISON_MAX_BLOCKS]
+
+
+def poison_free_memory(device: torch.device) -> int:
     """Fill the caching allocator's free blocks with 0xFF bytes (NaN in fp32, fp16 and
     bf16), so that an output a kernel never wrote (a launch that failed silently) reads
-    NaN instead of what a freed tensor, the reference's answer say, left there."""
-    held = []
+    NaN instead of what a freed tensor, the reference's answer say, left there. Each free
+    block is asked for by its own size, so the allocator hands back that block; a request
+    that would need a new segment ends the filling. Returns the bytes filled."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    held, filled = [], 0
     reserved = torch.cuda.memory_reserved(device)
-    spare = reserved - torch.cuda.memory_allocated(device)
-    # The largest spare block first, then blocks of the sizes the candidate is likely to ask for.
-    for size in [spare, *sorted(set(sizes), reverse=True)]:
-        for _ in range(64):
-            if size <= 0:
-                break
-            try:
-                block = torch.empty(size, dtype=torch.uint8, device=device)
-            except torch.cuda.OutOfMemoryError:
-                break
-            grew = torch.cuda.memory_reserved(device) > reserved
-            if grew:  # a new segment: no free cached block of this size is left
-                del block
-                break
-            block.fill_(0xFF)
-            held.append(block)
+    for size in free_block_sizes(torch.cuda.memory_snapshot(), index):
+        try:
+            block = torch.empty(size, dtype=torch.uint8, device=device)
+        except torch.cuda.OutOfMemoryError:
+            break
+        if torch.cuda.memory_reserved(device) > reserved:  # not a cached block: stop here
+            del block
+            break
+        block.fill_(0xFF)
+        held.append(block)
+        filled += size
     torch.cuda.synchronize(device)
     del held
-    torch.cuda.synchronize(device)
+    return filled
 
 
 def timed_cuda_call(fn: Callable, args: list, device: torch.device) -> tuple[Any, dict]:
@@ -284,8 +333,7 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
 
     def call(inputs, seed):
         if cuda:
-            sizes = [x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor)]
-            poison_free_memory(dev, sizes)
+            poison_free_memory(dev)
             out, timing = timed_cuda_call(new_model, inputs, dev)
             timings.append(timing)
         else:

@@ -196,11 +196,37 @@ def test_side_stream_timing_rule():
     assert "another stream" in strict.side_stream_findings(changed, 1)[0]["message"]
 
 
+def test_the_free_blocks_to_fill_come_from_the_snapshot():
+    snapshot = [{"device": 0, "blocks": [{"size": 512, "state": "inactive"}, {"size": 4096, "state": "active_allocated"},
+                                         {"size": 2 << 20, "state": "inactive"}]},
+                {"device": 1, "blocks": [{"size": 1 << 30, "state": "inactive"}]}]
+    assert strict.free_block_sizes(snapshot, 0) == [2 << 20, 512]
+    assert strict.free_block_sizes(snapshot, 1) == [1 << 30]
+
+
 @pytest.mark.gpu
 def test_poisoning_fills_a_freed_block_with_nan():
     dev = torch.device("cuda")
-    block = torch.ones(1 << 20, device=dev)
+    block = torch.ones(1 << 20, device=dev)  # 4 MiB of ones, then freed: the cache keeps the block
     del block
-    strict.poison_free_memory(dev, [4 << 20])
-    again = torch.empty(1 << 20, device=dev)
+    assert strict.poison_free_memory(dev) >= 4 << 20
+    again = torch.empty(1 << 20, device=dev)  # the same block again, as a kernel that never writes would return
     assert bool(again.isnan().all())
+
+
+def test_a_thread_pool_that_torch_starts_is_not_the_candidates(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    watch = strict.Watch()
+    baseline = set(watch.threads)
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=1)
+    pool.submit(stop.wait)  # started from this file: someone else's thread
+    try:
+        assert len(watch.new_threads("now")) == 1
+        monkeypatch.setattr(strict, "_LIBRARY_DIRS", (str(Path(__file__).parent),))
+        watch.threads = set(baseline)  # as if not reported yet
+        assert watch.new_threads("now") == []  # started from a library's folder: not reported
+    finally:
+        stop.set()
+        pool.shutdown()
