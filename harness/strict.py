@@ -224,10 +224,12 @@ def degenerate_warnings(ref_out: torch.Tensor, inputs: list, atol: float, rtol: 
 POISON_MAX_BLOCKS = 256
 
 
-def free_block_sizes(snapshot: list, device_index: int) -> list[int]:
-    """The sizes of the caching allocator's free blocks on one device, largest first, from
+def free_block_sizes(snapshot: list, device_index: int, stream: Optional[int] = None) -> list[int]:
+    """The sizes of the caching allocator's free blocks on one device (and, given, one
+    stream's pool: only those serve the current stream), largest first, from
     torch.cuda.memory_snapshot()'s segments."""
     sizes = [block["size"] for segment in snapshot if segment.get("device") == device_index
+             and (stream is None or segment.get("stream", stream) == stream)
              for block in segment.get("blocks", []) if block.get("state") == "inactive" and block.get("size", 0) > 0]
     return sorted(sizes, reverse=True)[:POISON_MAX_BLOCKS]
 
@@ -241,7 +243,8 @@ def poison_free_memory(device: torch.device) -> int:
     index = device.index if device.index is not None else torch.cuda.current_device()
     held, filled = [], 0
     reserved = torch.cuda.memory_reserved(device)
-    for size in free_block_sizes(torch.cuda.memory_snapshot(), index):
+    stream = torch.cuda.current_stream(device).cuda_stream
+    for size in free_block_sizes(torch.cuda.memory_snapshot(), index, stream):
         try:
             block = torch.empty(size, dtype=torch.uint8, device=device)
         except torch.cuda.OutOfMemoryError:

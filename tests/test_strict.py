@@ -199,9 +199,10 @@ def test_side_stream_timing_rule():
 def test_the_free_blocks_to_fill_come_from_the_snapshot():
     snapshot = [{"device": 0, "blocks": [{"size": 512, "state": "inactive"}, {"size": 4096, "state": "active_allocated"},
                                          {"size": 2 << 20, "state": "inactive"}]},
-                {"device": 1, "blocks": [{"size": 1 << 30, "state": "inactive"}]}]
+                {"device": 1, "stream": 7, "blocks": [{"size": 1 << 30, "state": "inactive"}]}]
     assert strict.free_block_sizes(snapshot, 0) == [2 << 20, 512]
     assert strict.free_block_sizes(snapshot, 1) == [1 << 30]
+    assert strict.free_block_sizes(snapshot, 1, stream=0) == []  # another stream's pool serves no request of ours
 
 
 @pytest.mark.gpu
