@@ -122,6 +122,7 @@ def run_check(
         needs = estimate_bytes(ref_cls, init_inputs, ref_module.get_inputs, torch_dtype, keep_integer_inputs)
         if dev.type == "cuda":
             refuse_if_too_big(needs, free_device_bytes(dev), str(dev))
+            torch.cuda.reset_peak_memory_stats(dev)  # the report's peak is this check's
         return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
                           dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs,
                           (new_strict_seed() if strict_seed is None else strict_seed) if strict else None, needs)
@@ -169,6 +170,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
         "error": None,
         "strict": None if strict_seed is None else {"seed": strict_seed, "findings": [], "warnings": [], "calls": []},
         "seconds": {},
+        "device_memory": None,
     }
     strict_result = result["strict"]
 
@@ -446,6 +448,10 @@ def _finish(result: dict, started: float, reason: Optional[str]) -> dict:
     result["message"] = _verdict_message(result)
     result["hints"] = _hints(result)
     result["seconds"]["total"] = time.perf_counter() - started
+    device = torch.device(cfg["device"])
+    if device.type == "cuda":
+        result["device_memory"] = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
+                                   "estimate_bytes": (cfg.get("device_bytes_estimate") or {}).get("total")}
     return result
 
 
@@ -625,6 +631,12 @@ def format_report(result: dict, max_rows: int = 20) -> str:
                      + (f" --strict --strict-seed {strict['seed']}" if strict is not None else ""))
     for h in result["hints"]:
         lines.append(f"hint: {h}")
+    memory = result.get("device_memory")
+    if memory:
+        estimate = memory["estimate_bytes"]
+        lines.append(f"device memory: peak {memory['peak_allocated_bytes'] / 2**30:.2f} GiB allocated"
+                     + (f" (estimated {estimate / 2**30:.2f} GiB: one input copy, two outputs, two models)"
+                        if estimate else ""))
     lines.append(f"({result['seconds'].get('total', 0):.1f} s)")
     return "\n".join(lines)
 
