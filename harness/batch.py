@@ -386,8 +386,9 @@ def format_batch(result: dict) -> str:
     width = max([len(f"{r['problem']} / {r['candidate']}") for r in rows] + [10])
     timed = result["config"].get("tool") == "bench"
     times = f" {'KernelBench':>11} {'strict':>10} {'x eager':>8} {'x comp':>7}" if timed else ""
-    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<16}{times} {'seconds':>8}",
-             "-" * (width + 36 + len(times))]
+    why = max([len(r["reason"] or "-") for r in rows] + [16])  # --strict's reasons are long
+    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<{why}}{times} {'seconds':>8}",
+             "-" * (width + why + 20 + len(times))]
 
     def x(v):
         return "-" if v is None else f"{v:.3f}"
@@ -396,7 +397,7 @@ def format_batch(result: dict) -> str:
         cells = (f" {format_ms(r.get('kernelbench_ms')):>11} {format_ms(r.get('time_ms')):>10} "
                  f"{x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}" if timed else "")
         lines.append(f"{r['problem'] + ' / ' + r['candidate']:<{width}}  {r['verdict'] or '-':<8} "
-                     f"{r['reason'] or '-':<16}{cells} {r['seconds']:>8.1f}")
+                     f"{r['reason'] or '-':<{why}}{cells} {r['seconds']:>8.1f}")
     counts = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
