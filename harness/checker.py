@@ -190,6 +190,8 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             if isinstance(exc, KeyboardInterrupt):
                 raise
             result["error"] = error_info("import", exc)
+            if watch is not None:  # what it replaced before failing is put back all the same
+                strict_result["findings"] += watch.patched("by the candidate's import", strict_seed)
             return _finish(result, started, "import_error")
         try:
             set_seed(KERNELBENCH_SEED, dev)
@@ -197,6 +199,8 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             sync(dev)
         except Exception as exc:
             result["error"] = error_info("construct", exc)
+            if watch is not None:
+                strict_result["findings"] += watch.patched("by the candidate's import or constructor", strict_seed)
             return _finish(result, started, "construct_error")
         result["seconds"]["construct"] = time.perf_counter() - started
         if watch is not None:
@@ -310,6 +314,8 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     except Exception as exc:
         rec["status"], rec["reasons"] = "fail", ["forward_error"]
         out["_error"] = error_info(f"forward (trial {i})", exc)
+        if watch is not None:
+            out["_findings"] = watch.patched(f"during trial {i}", strict_seed)
         return out
     rec["seconds"]["candidate"] = time.perf_counter() - t0
     if watch is not None:  # --strict: before anything is compared with what the candidate could have patched

@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from harness.problem import CheckError
 from harness.protocol import set_seed, sync, to_device
 
 # Why a candidate fails under --strict, in the order the verdict picks them.
@@ -329,8 +330,11 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
 
     def reference_answer(inputs):
         ref_inputs = on_device(inputs)
-        out = ref_model(*ref_inputs)
-        sync(dev)
+        try:
+            out = ref_model(*ref_inputs)
+            sync(dev)
+        except Exception as exc:  # the check's failure, not the candidate's
+            raise CheckError(f"the reference's forward raised on --strict's inputs: {type(exc).__name__}: {exc}") from exc
         aliases = any(isinstance(x, torch.Tensor) and shares_storage(out, x) for x in ref_inputs)
         return out.detach().to("cpu", copy=True), aliases
 

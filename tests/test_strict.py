@@ -231,3 +231,23 @@ def test_a_thread_pool_that_torch_starts_is_not_the_candidates(monkeypatch):
     finally:
         stop.set()
         pool.shutdown()
+
+
+PATCH_THEN_FAIL = {
+    "import": "torch.equal = lambda *a, **k: True\nraise ImportError('no kernel')\n",
+    "constructor": "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                   "        torch.equal = lambda *a, **k: True\n        raise RuntimeError('no device')\n",
+    "forward": "class ModelNew(nn.Module):\n    def forward(self, x):\n"
+               "        torch.equal = lambda *a, **k: True\n        raise RuntimeError('launch failed')\n",
+}
+
+
+@pytest.mark.parametrize("where", sorted(PATCH_THEN_FAIL))
+def test_what_a_failing_candidate_replaced_is_put_back(where, tmp_path):
+    path = tmp_path / "cand.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n" + PATCH_THEN_FAIL[where])
+    real = torch.equal
+    r = check.run_check(model=f"{path}:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model", device="cpu",
+                        strict=True, strict_seed=1)
+    assert torch.equal is real
+    assert r["verdict"] == "FAIL" and [f["reason"] for f in r["strict"]["findings"]] == ["patched_check"]
