@@ -221,41 +221,58 @@ def degenerate_warnings(ref_out: torch.Tensor, inputs: list, atol: float, rtol: 
 # ----------------------------------------------------------------------------- CUDA only
 
 
-# At most this many free blocks are filled before a call (each is one allocation and a fill).
-POISON_MAX_BLOCKS = 256
+# At most this many requests fill the free blocks before a call (each is one allocation and
+# a fill), and at most this many of them may come from new segments rather than the cache.
+POISON_MAX_REQUESTS = 256
+POISON_MAX_NEW_SEGMENTS = 2
+# torch's caching allocator serves requests up to 1 MiB from its small pool (2 MiB segments):
+# a free block there is asked for in pieces of at most that much.
+SMALL_REQUEST_LIMIT = 1 << 20
 
 
-def free_block_sizes(snapshot: list, device_index: int, stream: Optional[int] = None) -> list[int]:
-    """The sizes of the caching allocator's free blocks on one device (and, given, one
-    stream's pool: only those serve the current stream), largest first, from
-    torch.cuda.memory_snapshot()'s segments."""
-    sizes = [block["size"] for segment in snapshot if segment.get("device") == device_index
-             and (stream is None or segment.get("stream", stream) == stream)
-             for block in segment.get("blocks", []) if block.get("state") == "inactive" and block.get("size", 0) > 0]
-    return sorted(sizes, reverse=True)[:POISON_MAX_BLOCKS]
+def free_block_requests(snapshot: list, device_index: int, stream: Optional[int] = None) -> list[int]:
+    """The requests that hand back the caching allocator's free blocks on one device (and,
+    given, one stream's pool: only those serve the current stream), largest first, from
+    torch.cuda.memory_snapshot()'s segments: a large-pool block by its size, a small-pool
+    block in pieces the small pool serves."""
+    requests = []
+    for segment in snapshot:
+        if segment.get("device") != device_index or (stream is not None and segment.get("stream", stream) != stream):
+            continue
+        small = segment.get("segment_type") == "small"
+        for block in segment.get("blocks", []):
+            size = block.get("size", 0)
+            if block.get("state") != "inactive" or size <= 0:
+                continue
+            while small and size > SMALL_REQUEST_LIMIT:
+                requests.append(SMALL_REQUEST_LIMIT)
+                size -= SMALL_REQUEST_LIMIT
+            requests.append(size)
+    return sorted(requests, reverse=True)[:POISON_MAX_REQUESTS]
 
 
 def poison_free_memory(device: torch.device) -> int:
     """Fill the caching allocator's free blocks with 0xFF bytes (NaN in fp32, fp16 and
     bf16), so that an output a kernel never wrote (a launch that failed silently) reads
     NaN instead of what a freed tensor, the reference's answer say, left there. Each free
-    block is asked for by its own size, so the allocator hands back that block; a request
-    that would need a new segment ends the filling. Returns the bytes filled."""
+    block is asked for by its own size, so the allocator hands that block back. Returns
+    the bytes filled."""
     index = device.index if device.index is not None else torch.cuda.current_device()
-    held, filled = [], 0
-    reserved = torch.cuda.memory_reserved(device)
     stream = torch.cuda.current_stream(device).cuda_stream
-    for size in free_block_sizes(torch.cuda.memory_snapshot(), index, stream):
+    held, filled, new_segments = [], 0, 0
+    for size in free_block_requests(torch.cuda.memory_snapshot(), index, stream):
+        reserved = torch.cuda.memory_reserved(device)
         try:
             block = torch.empty(size, dtype=torch.uint8, device=device)
         except torch.cuda.OutOfMemoryError:
             break
-        if torch.cuda.memory_reserved(device) > reserved:  # not a cached block: stop here
-            del block
-            break
-        block.fill_(0xFF)
+        block.fill_(0xFF)  # from a new segment too: it joins the cache filled
         held.append(block)
         filled += size
+        if torch.cuda.memory_reserved(device) > reserved:
+            new_segments += 1
+            if new_segments >= POISON_MAX_NEW_SEGMENTS:
+                break
     torch.cuda.synchronize(device)
     del held
     return filled
@@ -281,6 +298,11 @@ def timed_cuda_call(fn: Callable, args: list, device: torch.device) -> tuple[Any
     return out, {"event_ms": start.elapsed_time(end), "device_ms": device_ms, "changed_after_stream": changed}
 
 
+# Waiting for the whole device costs a synchronize or two beyond the events (tens of us): a
+# call whose device-wide time exceeds twice its event time by more than this has hidden work.
+SIDE_STREAM_MARGIN_MS = 0.25
+
+
 def side_stream_findings(timings: list, seed: Optional[int]) -> list:
     """The output changed after the current stream finished, or every call took far longer
     to a device-wide synchronize than its current-stream events say."""
@@ -290,7 +312,7 @@ def side_stream_findings(timings: list, seed: Optional[int]) -> list:
                                        "time", seed)]
     event = min(t["event_ms"] for t in timings)
     device = min(t["device_ms"] for t in timings)
-    if device > 2 * event + 0.05:  # host launch costs are inside both; other streams only in the second
+    if device > 2 * event + SIDE_STREAM_MARGIN_MS:  # host launch costs are in both; other streams only here
         return [finding("side_stream", f"a call takes {device:.3f} ms to a device-wide synchronize but "
                                        f"{event:.3f} ms by current-stream events: work runs on another stream",
                         seed)]

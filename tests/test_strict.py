@@ -197,12 +197,16 @@ def test_side_stream_timing_rule():
 
 
 def test_the_free_blocks_to_fill_come_from_the_snapshot():
-    snapshot = [{"device": 0, "blocks": [{"size": 512, "state": "inactive"}, {"size": 4096, "state": "active_allocated"},
-                                         {"size": 2 << 20, "state": "inactive"}]},
-                {"device": 1, "stream": 7, "blocks": [{"size": 1 << 30, "state": "inactive"}]}]
-    assert strict.free_block_sizes(snapshot, 0) == [2 << 20, 512]
-    assert strict.free_block_sizes(snapshot, 1) == [1 << 30]
-    assert strict.free_block_sizes(snapshot, 1, stream=0) == []  # another stream's pool serves no request of ours
+    mib = 1 << 20
+    snapshot = [{"device": 0, "segment_type": "large",
+                 "blocks": [{"size": 512, "state": "inactive"}, {"size": 4096, "state": "active_allocated"},
+                            {"size": 3 * mib, "state": "inactive"}]},
+                {"device": 0, "segment_type": "small", "blocks": [{"size": mib + mib // 2, "state": "inactive"}]},
+                {"device": 1, "stream": 7, "segment_type": "large", "blocks": [{"size": 1 << 30, "state": "inactive"}]}]
+    # A small-pool block is asked for in pieces the small pool serves (at most 1 MiB each).
+    assert strict.free_block_requests(snapshot, 0) == [3 * mib, mib, mib // 2, 512]
+    assert strict.free_block_requests(snapshot, 1) == [1 << 30]
+    assert strict.free_block_requests(snapshot, 1, stream=0) == []  # another stream's pool serves none of ours
 
 
 @pytest.mark.gpu
