@@ -41,6 +41,7 @@ import reference
 from harness.machine import (available_bytes, ceiling_sizes, elapsed_s, log, machine_info, measure_ceilings,
                              resolve_device)
 from harness.problem import load_class
+from harness.problem_benchmark import beyond_floor
 from harness.timing import (CPU_FLUSH_BYTES, CPU_KB_TRIALS, CPU_KB_WARMUP, CPU_REPEATS, CUDA_FLUSH_BYTES, KB_TRIALS,
                             KB_WARMUP, GiB, MiB, Backend, BenchError,
                             graph_time, kernelbench_time, l2_cache_bytes, make_backend, paired_differences,
@@ -524,6 +525,9 @@ def run_bench(args) -> dict:
             del cases
             for r in rows:
                 _add_roofline(r, ceilings)
+                # Placeholder ceilings (--fast-ceilings) bound nothing.
+                r["impossible"] = beyond_floor(r, r["floor_ms"]) if r.get("floor_ms") and not args.fast_ceilings \
+                    else None
             _speedups(rows)
             result["rows"] = rows
             result["breakdown"] = breakdown(rows, ceilings)
@@ -582,6 +586,9 @@ def format_table(result: dict) -> str:
             if chk and "allclose_1e-2" in chk and not chk.get("bitwise_equal"):  # ModelNewColsum
                 ctxt = (f"{'ok' if chk['allclose_1e-2'] else 'FAIL'}@1e-2 "
                         f"{'ok' if chk['allclose_1e-4'] else 'FAIL'}@1e-4 {chk['max_abs_diff']:.1e}")
+            if r.get("impossible"):
+                ctxt += " IMPOSSIBLE: " + ", ".join(f"{x['method']} below the roofline floor {format_ms(x['floor_ms'])}"
+                                                    for x in r["impossible"])
             sp = lambda v: f"{v:.3f}" if v else "-"  # noqa: E731
             lines.append(
                 f"{r['name']:<26} {format_ms(kb['mean_ms']) + ' +- ' + format_ms(kb['std_ms']):>22} "
