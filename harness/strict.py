@@ -181,17 +181,20 @@ def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def aliasing_findings(out: torch.Tensor, inputs: list, model: torch.nn.Module, earlier: Optional[torch.Tensor],
-                      reference_aliases_input: bool, when: str, seed: Optional[int]) -> list:
+                      reference_aliases: set, when: str, seed: Optional[int]) -> list:
     """The output shares memory with something the caller holds: a later call, or the
-    model's next step, would change an output the caller already has."""
+    model's next step, would change an output the caller already has. What the
+    reference's own output shares ({"input", "parameter"}) is allowed: a reference that
+    returns a view makes a candidate that returns one honest."""
     found = []
-    if not reference_aliases_input:  # a view-returning reference makes a view-returning candidate honest
+    if "input" not in reference_aliases:
         for k, x in enumerate(inputs):
             if isinstance(x, torch.Tensor) and shares_storage(out, x):
                 found.append(f"input {k}")
-    for name, t in [*model.named_parameters(), *model.named_buffers()]:
-        if shares_storage(out, t):
-            found.append(f"the candidate's {name}")
+    if "parameter" not in reference_aliases:
+        for name, t in [*model.named_parameters(), *model.named_buffers()]:
+            if shares_storage(out, t):
+                found.append(f"the candidate's {name}")
     if earlier is not None and shares_storage(out, earlier):
         found.append("the output of the call before")
     if not found:
@@ -357,7 +360,9 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
             sync(dev)
         except Exception as exc:  # the check's failure, not the candidate's
             raise CheckError(f"the reference's forward raised on --strict's inputs: {type(exc).__name__}: {exc}") from exc
-        aliases = any(isinstance(x, torch.Tensor) and shares_storage(out, x) for x in ref_inputs)
+        aliases = {"input"} if any(isinstance(x, torch.Tensor) and shares_storage(out, x) for x in ref_inputs) else set()
+        if any(shares_storage(out, t) for t in [*ref_model.parameters(), *ref_model.buffers()]):
+            aliases.add("parameter")
         return out.detach().to("cpu", copy=True), aliases
 
     def call(inputs, seed):
