@@ -419,6 +419,7 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
                                          warnings, first_seed))
     if cuda and timings:
         findings.extend(side_stream_findings(timings, strict_seed))
+    findings.extend(watch.patched("after the calls", strict_seed))
     findings.extend(watch.new_threads("after the calls", strict_seed))
     if degenerate:
         warnings.append(f"the check cannot tell: {', '.join(sorted(degenerate))} would also pass "
