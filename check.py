@@ -10,7 +10,8 @@ whether it passes and, if not, why. The check itself is `harness.checker`.
     python check.py --model path/to/mine.py:ModelNew --dtype bf16 --json out.json
     python check.py --batch 64 --input 128 --hidden 256   # other sizes
     python check.py --reference path/to/problem.py:Model --model path/to/solution.py --set batch_size=64
-    python check.py --problems path/to/folder --json all.json [--shard 1/4] [--workers 8 --timeout 300]
+    python check.py --model path/to/mine.py:ModelNew --strict        # also catch a candidate gaming the check
+    python check.py --problems path/to/folder --json all.json [--shard 1/4] [--workers 8 --timeout 300]  # strict
     python check.py --merge shard1.json shard2.json ... --json all.json
 
 Exit status: 0 when every trial passes, 1 when the candidate fails, 2 when the
