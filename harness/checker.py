@@ -24,7 +24,7 @@ from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, er
 from harness.memory import estimate_bytes, free_device_bytes, refuse_if_too_big
 from harness.strict import (STRICT_REASONS, Watch, finding, keep_answer, new_strict_seed, poison_free_memory,
                             strict_calls, subclass_finding)
-from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS, clone,
+from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS,
                               kernelbench_trial_seeds, set_seed, sync, to_device)
 
 SCHEMA_VERSION = 1
