@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--colsum", action="store_true",
                    help="also time modelnew:ModelNewColsum (the column-sum rewrite: not bit-exact, "
                         "checked at 1e-2)")
+    p.add_argument("--keep-integer-inputs", action="store_true",
+                   help="with --reference: integer and bool input tensors keep their dtype (default: cast to fp32, "
+                        "as KernelBench casts every input tensor)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile rows")
     p.add_argument("--no-graph", action="store_true", help="skip CUDA-graph replay timing")
     p.add_argument("--fast-ceilings", action="store_true",
@@ -110,12 +113,23 @@ def build_parser() -> argparse.ArgumentParser:
 def batch_main(args) -> int:
     """--problems / --merge: one summary table and one JSON for a whole folder."""
     extra = [flag for flag, on in (("--no-compile", args.no_compile), ("--no-graph", args.no_graph),
-                                   ("--fast-ceilings", args.fast_ceilings)) if on]
+                                   ("--fast-ceilings", args.fast_ceilings),
+                                   ("--keep-integer-inputs", args.keep_integer_inputs)) if on]
     for flag, value in (("--kb-trials", args.kb_trials), ("--kb-warmup", args.kb_warmup), ("--repeats", args.repeats)):
         if value is not None:
             extra += [flag, str(value)]
+    try:
+        sets = parse_sets(args.sets)
+    except CheckError as exc:
+        print(f"bench.py: error: {exc}", file=sys.stderr)
+        return 2
+    # A pair's process takes --reference, where this problem's size flags are --set names.
+    for name, value in (("batch_size", args.batch), ("input_size", args.input), ("hidden_size", args.hidden),
+                        ("scaling_factor", args.scaling_factor)):
+        if value is not None:
+            sets[name] = value
     result = batch.main_from_args(args, tool="bench", device=args.device, extra=extra, progress=log,
-                                  error_prefix="bench.py: error: ")
+                                  error_prefix="bench.py: error: ", sets=sets)
     return 2 if result is None else 0
 
 

@@ -10,7 +10,8 @@ whether it passes and, if not, why. The check itself is `harness.checker`.
     python check.py --model path/to/mine.py:ModelNew --dtype bf16 --json out.json
     python check.py --batch 64 --input 128 --hidden 256   # other sizes
     python check.py --reference path/to/problem.py:Model --model path/to/solution.py --set batch_size=64
-    python check.py --problems path/to/folder --json all.json [--shard 1/4] [--workers 8 --timeout 300]
+    python check.py --model path/to/mine.py:ModelNew --strict        # also catch a candidate gaming the check
+    python check.py --problems path/to/folder --json all.json [--shard 1/4] [--workers 8 --timeout 300]  # strict
     python check.py --merge shard1.json shard2.json ... --json all.json
 
 Exit status: 0 when every trial passes, 1 when the candidate fails, 2 when the
@@ -27,7 +28,7 @@ from typing import Optional
 from harness.checker import (DEFAULT_MODEL, DEFAULT_REFERENCE, DTYPES, KERNELBENCH_SEED, KERNELBENCH_TRIALS,
                              REASONS, SCHEMA_VERSION, CheckError, format_report, kernelbench_trial_seeds, run_check)
 from harness import batch
-from harness.problem import parse_sets
+from harness.problem import SIZE_FLAGS, parse_sets
 
 # What scripts and tests use from this module besides the command line.
 __all__ = ["REASONS", "SCHEMA_VERSION", "CheckError", "format_report", "kernelbench_trial_seeds", "main", "run_check"]
@@ -58,6 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "e.g. --set batch_size=64 for any KernelBench problem")
     p.add_argument("--atol", type=float, help="override atol (default: KernelBench's for the dtype)")
     p.add_argument("--rtol", type=float, help="override rtol (default: KernelBench's for the dtype)")
+    p.add_argument("--keep-integer-inputs", action="store_true",
+                   help="integer and bool input tensors keep their dtype (default: cast to --dtype, as KernelBench "
+                        "casts every input tensor)")
+    p.add_argument("--strict", action="store_true", default=None,
+                   help="also catch candidates that game the check: replayed outputs, aliasing, tensor subclasses, "
+                        "patched timers or comparisons, extra threads, side streams (default in batch mode)")
+    p.add_argument("--no-strict", dest="strict", action="store_false",
+                   help="batch mode: KernelBench's trials only")
+    p.add_argument("--strict-seed", type=int, help="the seed of --strict's extra inputs (default: a fresh one, "
+                                                   "printed so that a failure can be replayed)")
     p.add_argument("--json", metavar="PATH", help="also write the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--traceback", action="store_true", help="print the candidate's full traceback on errors")
@@ -68,13 +79,33 @@ def build_parser() -> argparse.ArgumentParser:
 def batch_main(args) -> int:
     """--problems / --merge: one summary table and one JSON for a whole folder."""
     progress = None if args.quiet else (lambda msg: print(f"[check] {msg}", file=sys.stderr, flush=True))
-    extra = ["--dtype", args.dtype] + (["--atol", str(args.atol)] if args.atol is not None else []) + \
+    extra = ["--dtype", args.dtype, "--seed", str(args.seed)] + \
+            (["--keep-integer-inputs"] if args.keep_integer_inputs else []) + \
+            (["--strict"] if args.strict is not False else []) + \
+            (["--strict-seed", str(args.strict_seed)] if args.strict_seed is not None else []) + \
+            (["--atol", str(args.atol)] if args.atol is not None else []) + \
             (["--rtol", str(args.rtol)] if args.rtol is not None else [])
+    try:
+        sets = batch_sets(args)
+    except CheckError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return 2
     result = batch.main_from_args(args, tool="check", device=args.device or "auto", extra=extra, trials=args.trials,
-                                  progress=progress)
+                                  progress=progress, sets=sets)
     if result is None:
         return 2
     return 0 if all(r["verdict"] == "PASS" for r in result["results"]) else 1
+
+
+def batch_sets(args) -> dict:
+    """--set and the size flags as {name: value} for every pair (the size flags are this
+    problem's names: batch_size, input_size, hidden_size, scaling_factor)."""
+    sets = parse_sets(args.sets)
+    for flag, value in (("batch", args.batch), ("input", args.input_size), ("hidden", args.hidden),
+                        ("scale", args.scale)):
+        if value is not None:
+            sets[SIZE_FLAGS[flag]] = value
+    return sets
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -87,7 +118,8 @@ def main(argv: Optional[list] = None) -> int:
             model=args.model, reference=args.reference, trials=args.trials, seed=args.seed,
             device=args.device, dtype=args.dtype, batch=args.batch, input_size=args.input_size,
             hidden=args.hidden, scale=args.scale, atol=args.atol, rtol=args.rtol, progress=progress,
-            sets=parse_sets(args.sets))
+            sets=parse_sets(args.sets), keep_integer_inputs=args.keep_integer_inputs, strict=bool(args.strict),
+            strict_seed=args.strict_seed)
     except CheckError as exc:
         print(f"ERROR: {exc}", file=sys.stderr)
         if args.json:

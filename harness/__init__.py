@@ -5,4 +5,7 @@
     protocol   KernelBench's seeds, precisions, tolerances and device moves
     compare    comparisons with the reference and with an fp64 oracle
     checker    the check: KernelBench's trials with diagnostics, and its report
+    strict     --strict: the checks that catch a candidate gaming the check
+    memory     the device bytes a check needs, worked out before it runs
+    batch      --problems: every problem/candidate pair of a folder, each in its own process
 """

@@ -35,7 +35,8 @@ from harness.timing import format_ms
 SCHEMA = "kernelbench-batch/1"
 CHECK_PY = Path(__file__).resolve().parent.parent / "check.py"
 BENCH_PY = CHECK_PY.parent / "bench.py"
-PROBLEM_NAMES = ("class Model", "def get_inputs", "def get_init_inputs")
+PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
+CANDIDATE_NAME = "ModelNew"
 
 
 @dataclass(frozen=True)
@@ -45,21 +46,92 @@ class Pair:
     folder: str
 
 
+def top_level_names(path: Path) -> set | None:
+    """The names a file defines at module level (classes, functions, assignments,
+    imports), or None when it does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(errors="replace"), filename=str(path))
+    except SyntaxError:
+        return None
+    names = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    return names
+
+
 def discover(folder: str | Path) -> list[Pair]:
     """Every (problem, candidate) pair of `folder`, sorted."""
+    return discover_all(folder)[0]
+
+
+def discover_all(folder: str | Path) -> tuple[list[Pair], list[dict]]:
+    """Every (problem, candidate) pair of `folder`, sorted, and every .py file that is
+    neither, each with why ({"file", "reason"}). A file that defines ModelNew is a
+    candidate even when it also defines Model and get_inputs (a whole-file copy of its
+    problem); a problem defines Model, get_inputs and get_init_inputs and no ModelNew."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"--problems {str(folder)!r} is not a folder")
-    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
-    problems = {p.stem for p in files if all(s in p.read_text(errors="replace") for s in PROBLEM_NAMES)}
-    pairs = []
-    for p in files:
-        if p.stem in problems:
+    ignored, problems, candidates = [], set(), []
+    for path in sorted(folder.glob("*.py")):
+        if path.name.startswith("_"):
+            ignored.append({"file": path.name, "reason": "its name starts with '_' (a helper module)"})
             continue
-        owners = [q for q in problems if p.stem.startswith(q + "_")]
-        if owners and "ModelNew" in p.read_text(errors="replace"):
-            pairs.append(Pair(max(owners, key=len), p.name, str(folder)))
-    return sorted(pairs, key=lambda x: (x.problem, x.candidate))
+        names = top_level_names(path)
+        if names is None:
+            # A candidate with a syntax error still fails as a candidate (import_error).
+            if f"class {CANDIDATE_NAME}" in path.read_text(errors="replace"):
+                candidates.append(path)
+            else:
+                ignored.append({"file": path.name, "reason": "does not parse (SyntaxError) and defines no ModelNew"})
+            continue
+        if CANDIDATE_NAME in names:
+            candidates.append(path)
+        elif all(n in names for n in PROBLEM_NAMES):
+            problems.add(path.stem)
+        else:
+            missing = [n for n in PROBLEM_NAMES if n not in names]
+            ignored.append({"file": path.name, "reason": f"defines no ModelNew, and as a problem it lacks "
+                                                         f"{', '.join(missing)}"})
+    pairs = []
+    for path in candidates:
+        owners = [q for q in problems if path.stem.startswith(q + "_")]
+        if owners:
+            pairs.append(Pair(max(owners, key=len), path.name, str(folder)))
+        else:
+            ignored.append({"file": path.name, "reason": "defines ModelNew, but no problem NAME.py of this folder "
+                                                         "matches its name (NAME_<anything>.py)"})
+    ignored.sort(key=lambda x: x["file"])
+    return sorted(pairs, key=lambda x: (x.problem, x.candidate)), ignored
+
+
+def check_set_names(folder: str | Path, pairs: list[Pair], sets: dict) -> None:
+    """Refuse, before anything runs, a --set (or size flag) name that a problem of the
+    run does not define at module level: it would change nothing there."""
+    if not sets:
+        return
+    missing = {}
+    for problem in sorted({p.problem for p in pairs}):
+        names = top_level_names(Path(folder) / f"{problem}.py") or set()
+        lacking = [k for k in sets if k not in names]
+        if lacking:
+            missing[problem] = lacking
+    if missing:
+        where = "; ".join(f"{problem}.py has no {', '.join(names)}" for problem, names in missing.items())
+        raise ValueError(f"--set names a value that is not a module-level value of every problem: {where}")
+
+
+def set_arguments(sets: dict) -> list[str]:
+    """`sets` as the --set arguments of a pair's own process."""
+    return [arg for name, value in sets.items() for arg in ("--set", f"{name}={value!r}")]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -132,8 +204,13 @@ def _bench_summary(result: dict) -> dict:
     if cand.get("error"):
         return {"verdict": "FAIL", "reason": "forward_error", "message": cand["error"]}
     ok = cand["check"]["ok"]
-    return {"verdict": "PASS" if ok else "FAIL", "reason": cand["check"].get("kind"),
-            "message": cand["check"].get("reason"), "time_ms": cand["time_ms"], "eager_ms": eager,
+    reason, message = cand["check"].get("kind"), cand["check"].get("reason")
+    if ok and cand.get("impossible"):  # a time below the roofline floor is not a time
+        ok, reason = False, "beyond_roofline"
+        message = "; ".join(f"{x['method']} {x['time_ms']:.4g} ms is below the roofline floor {x['floor_ms']:.4g} ms"
+                            for x in cand["impossible"])
+    return {"verdict": "PASS" if ok else "FAIL", "reason": reason, "message": message, "time_ms": cand["time_ms"],
+            "kernelbench_ms": cand.get("kernelbench", {}).get("mean_ms"), "eager_ms": eager,
             "compiled_ms": compiled, "speedup_vs_eager": eager / cand["time_ms"] if eager else None,
             "speedup_vs_compiled": compiled / cand["time_ms"] if compiled else None}
 
@@ -198,16 +275,22 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
 
 def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, timeout_s: float = 600,
               shard: tuple[int, int] | None = None, trials: int = 5, extra: list[str] | None = None,
-              progress=None, tool: str = "check", keep: str | None = None) -> dict:
+              progress=None, tool: str = "check", keep: str | None = None, sets: dict | None = None) -> dict:
     """Check (or, with tool="bench", time) every pair of `folder` (or of its `shard`);
-    return the JSON-able result. With `keep`, each pair's own report stays in that folder."""
+    return the JSON-able result. With `keep`, each pair's own report stays in that folder;
+    `sets` ({name: value}, --set) goes to every pair's process."""
     import torch
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if workers is None:
         workers = max(1, torch.cuda.device_count()) if device == "cuda" else max(1, (os.cpu_count() or 2) // 2)
-    all_pairs = discover(folder)
+    all_pairs, ignored = discover_all(folder)
+    if progress:
+        for item in ignored:
+            progress(f"ignored {item['file']}: {item['reason']}")
+    check_set_names(folder, all_pairs, sets or {})
+    extra = [*(extra or []), *set_arguments(sets or {})]
     keep_dir = Path(keep) if keep else None
     if keep_dir:
         keep_dir.mkdir(parents=True, exist_ok=True)
@@ -219,7 +302,7 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
 
     def work(indexed):
         i, pair = indexed
-        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra or [], tool, gpus, keep_dir)
+        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra, tool, gpus, keep_dir)
         if progress:
             progress(f"{record['problem']} / {record['candidate']}: {record['verdict']} ({record['seconds']:.1f} s)")
         return record
@@ -234,7 +317,10 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
     return {"schema": SCHEMA, "config": {"tool": tool, "folder": str(folder), "device": device, "workers": workers,
                                          "timeout_s": timeout_s, "trials": trials,
                                          "shard": f"{shard[0]}/{shard[1]}" if shard else None,
-                                         "pairs_in_folder": len(all_pairs), "kept_in": keep},
+                                         "pairs_in_folder": len(all_pairs), "kept_in": keep,
+                                         "overrides": {k: list(v) if isinstance(v, tuple) else v
+                                                       for k, v in (sets or {}).items()},
+                                         "ignored": ignored},
             "results": results, "seconds_total": time.perf_counter() - started}
 
 
@@ -276,7 +362,7 @@ def add_arguments(parser, tool: str, default_timeout: float) -> None:
 
 
 def main_from_args(args, *, tool: str, device: str, extra: list[str], trials: int = 5, progress=None,
-                   error_prefix: str = "ERROR: ") -> dict | None:
+                   error_prefix: str = "ERROR: ", sets: dict | None = None) -> dict | None:
     """Run (or merge) a batch as the command line asked, print its table, write its JSON;
     None when the batch itself cannot run (the message is printed)."""
     try:
@@ -285,7 +371,7 @@ def main_from_args(args, *, tool: str, device: str, extra: list[str], trials: in
         else:
             result = run_batch(args.problems, device=device, workers=args.workers, timeout_s=args.timeout,
                                shard=parse_shard(args.shard) if args.shard else None, trials=trials, extra=extra,
-                               progress=progress, tool=tool, keep=args.keep)
+                               progress=progress, tool=tool, keep=args.keep, sets=sets)
     except (ValueError, OSError) as exc:
         print(f"{error_prefix}{exc}", file=sys.stderr)
         return None
@@ -299,18 +385,19 @@ def format_batch(result: dict) -> str:
     rows = result["results"]
     width = max([len(f"{r['problem']} / {r['candidate']}") for r in rows] + [10])
     timed = result["config"].get("tool") == "bench"
-    times = f" {'median':>10} {'x eager':>8} {'x comp':>7}" if timed else ""
-    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<16}{times} {'seconds':>8}",
-             "-" * (width + 36 + len(times))]
+    times = f" {'KernelBench':>11} {'strict':>10} {'x eager':>8} {'x comp':>7}" if timed else ""
+    why = max([len(r["reason"] or "-") for r in rows] + [16])  # --strict's reasons are long
+    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<{why}}{times} {'seconds':>8}",
+             "-" * (width + why + 20 + len(times))]
 
     def x(v):
         return "-" if v is None else f"{v:.3f}"
 
     for r in rows:
-        cells = (f" {format_ms(r.get('time_ms')):>10} {x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}"
-                 if timed else "")
+        cells = (f" {format_ms(r.get('kernelbench_ms')):>11} {format_ms(r.get('time_ms')):>10} "
+                 f"{x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}" if timed else "")
         lines.append(f"{r['problem'] + ' / ' + r['candidate']:<{width}}  {r['verdict'] or '-':<8} "
-                     f"{r['reason'] or '-':<16}{cells} {r['seconds']:>8.1f}")
+                     f"{r['reason'] or '-':<{why}}{cells} {r['seconds']:>8.1f}")
     counts = {}
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -319,4 +406,5 @@ def format_batch(result: dict) -> str:
               + f"; {cfg['device']}, {cfg['workers']} workers, {result['seconds_total']:.1f} s in all"
               + (f"; shard {cfg['shard']}" if cfg.get("shard") else "")
               + ("; merged" if cfg.get("merged_from") else "")]
+    lines += [f"ignored {item['file']}: {item['reason']}" for item in cfg.get("ignored", [])]
     return "\n".join(lines)

@@ -17,10 +17,14 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from harness.compare import SWEEP_TOLS, changed_inputs, compare_outputs, oracle_error, oracle_output, pass_at
+from harness.compare import (SWEEP_TOLS, changed_inputs, compare_outputs, fingerprint, oracle_error, oracle_output,
+                             pass_at, same_fingerprint)
 from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
-from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS, clone,
+from harness.memory import estimate_bytes, free_device_bytes, refuse_if_too_big
+from harness.strict import (STRICT_REASONS, Watch, finding, keep_answer, new_strict_seed, poison_free_memory,
+                            strict_calls, subclass_finding)
+from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS,
                               kernelbench_trial_seeds, set_seed, sync, to_device)
 
 SCHEMA_VERSION = 1
@@ -34,15 +38,26 @@ DEFAULT_REFERENCE = "reference:Model"
 REASONS = (
     "import_error",      # the candidate's module or class could not be loaded
     "construct_error",   # the constructor raised
+    "patched_timer",     # --strict: see harness.strict.STRICT_REASONS for these
+    "patched_check",
+    "extra_threads",
     "forward_error",     # forward (or the synchronize after it) raised
     "not_a_tensor",      # forward returned something other than a Tensor
+    "tensor_subclass",
     "wrong_shape",
     "wrong_dtype",
     "wrong_device",
     "mutated_input",     # the candidate changed its input tensor
+    "output_aliasing",
+    "unwritten_output",
     "nonfinite",         # NaN/Inf where the reference is finite
     "stale_output",      # an earlier trial's output again, although the inputs changed
     "mismatch",          # outside torch.allclose at the tolerance
+    "replayed_output",
+    "mismatch_on_fresh_inputs",
+    "forward_error_on_fresh_inputs",
+    "nondeterministic",
+    "side_stream",
 )
 
 
@@ -62,12 +77,18 @@ def run_check(
     rtol: Optional[float] = None,
     progress: Optional[Callable[[str], None]] = None,
     sets: Optional[dict] = None,
+    keep_integer_inputs: bool = False,
+    strict: bool = False,
+    strict_seed: Optional[int] = None,
 ) -> dict:
     """Run the check and return its JSON-able result (see README for the schema).
 
     `model` and `reference` are `MODULE:CLASS` / `file.py:CLASS` specs or classes.
     Raises CheckError when the check itself cannot run; a failing candidate is a
-    result (verdict "FAIL"), never an exception.
+    result (verdict "FAIL"), never an exception. Every input tensor is cast to `dtype`
+    as KernelBench does, unless `keep_integer_inputs` keeps integer and bool ones.
+    `strict` adds harness.strict's checks, their inputs drawn from `strict_seed` (a fresh
+    one when None; the report prints it).
     """
     say = progress or (lambda msg: None)
     started = time.perf_counter()
@@ -97,12 +118,19 @@ def run_check(
             init_inputs = list(ref_module.get_init_inputs())
         except Exception as exc:
             raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
+        # Refused before anything runs when the inputs and the two outputs cannot fit.
+        needs = estimate_bytes(ref_cls, init_inputs, ref_module.get_inputs, torch_dtype, keep_integer_inputs)
+        if dev.type == "cuda":
+            refuse_if_too_big(needs, free_device_bytes(dev), str(dev))
+            torch.cuda.reset_peak_memory_stats(dev)  # the report's peak is this check's
         return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
-                          dtype, torch_dtype, atol, rtol, kb_tol, say, started)
+                          dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs,
+                          (new_strict_seed() if strict_seed is None else strict_seed) if strict else None, needs)
 
 
 def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev, dtype,
-               torch_dtype, atol, rtol, kb_tol, say, started) -> dict:
+               torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs=False, strict_seed=None,
+               device_bytes=None) -> dict:
     make_inputs = ref_module.get_inputs
     overridden = bool(overrides)
 
@@ -131,13 +159,20 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             "atol": atol,
             "rtol": rtol,
             "kernelbench_tol": kb_tol,
+            "keep_integer_inputs": keep_integer_inputs,
+            "strict": strict_seed is not None,
+            "strict_seed": strict_seed,
+            "device_bytes_estimate": device_bytes,
             "torch_version": torch.__version__,
         },
         "summary": None,
         "trials": [],
         "error": None,
+        "strict": None if strict_seed is None else {"seed": strict_seed, "findings": [], "warnings": [], "calls": []},
         "seconds": {},
+        "device_memory": None,
     }
+    strict_result = result["strict"]
 
     with torch.no_grad():  # KernelBench runs both models under no_grad
         say(f"constructing the reference {describe(reference)} {init_inputs} ...")
@@ -148,12 +183,15 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}") from exc
 
         say(f"loading and constructing the candidate {describe(model)} ...")
+        watch = Watch() if strict_result is not None else None  # before the candidate's module runs
         try:
             new_cls = load_class(model) if isinstance(model, str) else model
         except BaseException as exc:  # SystemExit from a candidate module must not end the check
             if isinstance(exc, KeyboardInterrupt):
                 raise
             result["error"] = error_info("import", exc)
+            if watch is not None:  # what it replaced before failing is put back all the same
+                strict_result["findings"] += watch.patched("by the candidate's import", strict_seed)
             return _finish(result, started, "import_error")
         try:
             set_seed(KERNELBENCH_SEED, dev)
@@ -161,29 +199,41 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             sync(dev)
         except Exception as exc:
             result["error"] = error_info("construct", exc)
+            if watch is not None:
+                strict_result["findings"] += watch.patched("by the candidate's import or constructor", strict_seed)
             return _finish(result, started, "construct_error")
         result["seconds"]["construct"] = time.perf_counter() - started
+        if watch is not None:
+            strict_result["findings"] += watch.patched("by the candidate's import or constructor", strict_seed)
+            strict_result["findings"] += watch.new_threads("after the candidate's import", strict_seed)
 
         # The fp64 oracle. This problem's exact answer is x @ W.sum(0) * (s / 2) with the
         # weight the reference holds; any other problem's is its reference run in float64.
+        # Both live on the host: the device holds only the inputs and the two outputs.
         colsum64 = oracle_scale = oracle_model = None
         if is_this_problem(ref_cls):
-            colsum64 = ref_model.weight.sum(0, dtype=torch.float64)
+            colsum64 = ref_model.weight.sum(0, dtype=torch.float64).cpu()
             oracle_scale = ref_model.scaling_factor
         else:
             try:
-                oracle_model = copy.deepcopy(ref_model).to(torch.float64)
+                oracle_model = copy.deepcopy(ref_model).to(device="cpu", dtype=torch.float64)
             except Exception:  # noqa: BLE001 - no oracle, then; the check goes on
                 oracle_model = None
 
         seeds = kernelbench_trial_seeds(trials, seed)
         every = max(1, math.ceil(trials / 20))  # about 20 progress lines at most
         history = []  # (reference, candidate) outputs of earlier trials that passed
+        answers = {}  # --strict: trial seed -> the reference's output, on the host
         for i, trial_seed in enumerate(seeds):
             trial = _run_trial(
                 i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
-                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model,
+                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model, keep_integer_inputs,
+                watch, strict_seed,
             )
+            if strict_result is not None:
+                strict_result["findings"] += trial.get("_findings", [])
+                if "_answer" in trial and keep_answer(answers, trial["_answer"]):
+                    answers[trial_seed] = trial["_answer"]
             result["trials"].append(trial.pop("_record"))
             rec = result["trials"][-1]
             if (i + 1) % every == 0 or i + 1 == trials or rec["status"] != "pass":
@@ -198,12 +248,28 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
                 break
 
     reasons = [r for t in result["trials"] for r in t["reasons"]]
+    if strict_result is not None and not reasons:
+        say(f"strict: extra calls on fresh inputs (strict seed {strict_seed}) ...")
+        with torch.no_grad():
+            extra = strict_calls(ref_model, new_model, make_inputs, dev, torch_dtype, keep_integer_inputs, atol, rtol,
+                                 seeds, strict_seed, watch, answers)
+        strict_result["calls"] = extra["calls"]
+        strict_result["warnings"] = extra["warnings"]
+        strict_result["findings"] += extra["findings"]
+    if strict_result is not None:
+        reasons += [f["reason"] for f in strict_result["findings"]]
     first = next((r for r in REASONS if r in reasons), None)
     return _finish(result, started, first)
 
 
+def device_copies(inputs: list, dev: torch.device) -> list:
+    """A fresh copy of each tensor on `dev` (a copy on the CPU too: the model may write into it)."""
+    return [x.to(dev, copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
 def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
-               atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None) -> dict:
+               atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None,
+               keep_integer_inputs=False, watch=None, strict_seed=None) -> dict:
     """One trial: fresh inputs, each model on its own copy, then every check."""
     rec: dict = {
         "index": i, "seed": trial_seed, "status": "pass", "reasons": [],
@@ -215,18 +281,31 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     out: dict = {"_record": rec}
 
     set_seed(trial_seed, dev)
-    pristine = [to_device(x, dev, torch_dtype) for x in make_inputs()]
-    ref_inputs = [clone(x) for x in pristine]
-    new_inputs = [clone(x) for x in pristine]
+    drawn = list(make_inputs())
+    # The pristine inputs stay on the host; each model gets its own device copy in turn, so
+    # the device holds one copy of the inputs and the two outputs at a time.
+    host = torch.device("cpu")
+    pristine = [to_device(x, host, torch_dtype, keep_integer_inputs) for x in drawn]
+    cast = [k for k, x in enumerate(drawn) if isinstance(x, torch.Tensor) and not x.is_floating_point()]
+    del drawn
+    ref_inputs = device_copies(pristine, dev)
 
     t0 = time.perf_counter()
     try:
         ref_out = ref_model(*ref_inputs)
         sync(dev)
     except Exception as exc:
-        raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}") from exc
+        why = (f" (input(s) {cast} are integer or bool tensors, cast to {str(torch_dtype).replace('torch.', '')} "
+               f"as KernelBench casts them; --keep-integer-inputs keeps their dtype)"
+               if cast and not keep_integer_inputs else "")
+        raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}{why}") from exc
     rec["seconds"]["reference"] = time.perf_counter() - t0
     rec["reference_shape"] = list(ref_out.shape)
+    del ref_inputs
+    new_inputs = device_copies(pristine, dev)
+    if watch is not None and dev.type == "cuda":
+        # An output the candidate never writes then reads NaN, not an answer a freed tensor left.
+        poison_free_memory(dev)
 
     t0 = time.perf_counter()
     try:
@@ -235,13 +314,23 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     except Exception as exc:
         rec["status"], rec["reasons"] = "fail", ["forward_error"]
         out["_error"] = error_info(f"forward (trial {i})", exc)
+        if watch is not None:
+            out["_findings"] = watch.patched(f"during trial {i}", strict_seed)
         return out
     rec["seconds"]["candidate"] = time.perf_counter() - t0
+    if watch is not None:  # --strict: before anything is compared with what the candidate could have patched
+        found = watch.patched(f"during trial {i}", strict_seed) + subclass_finding(new_out, f"trial {i}", strict_seed)
+        out["_findings"] = found
+        rec["reasons"] += [f["reason"] for f in found]
+        if any(f["reason"] == "tensor_subclass" for f in found):
+            rec["status"] = "fail"
+            return out
 
     # Input mutation: compare the candidate's copy with the pristine one. KernelBench
     # would not notice (it hands both models the same tensors), but a kernel that
     # writes into its input is a bug waiting for a caller that reuses it.
-    changed = changed_inputs(pristine, new_inputs)
+    changed = changed_inputs(pristine, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in new_inputs])
+    del new_inputs
     if changed:
         rec["reasons"].append("mutated_input")
         rec["mutation"] = changed
@@ -266,47 +355,61 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         rec["status"] = "fail"
         return out
 
-    ref_bad = int((~torch.isfinite(ref_out)).sum().item())
-    new_bad_where_ref_ok = int((~torch.isfinite(new_out) & torch.isfinite(ref_out)).sum().item())
+    # Every statistic is taken on host copies: the comparison's fp64 temporaries are several
+    # outputs' worth, which the device need not hold.
+    ref_host, new_host = ref_out.detach().cpu(), new_out.detach().cpu()
+    del ref_out, new_out  # the device keeps nothing of this trial
+    if watch is not None:
+        out["_answer"] = ref_host  # --strict tells a replayed answer by it (kept within a budget)
+    ref_bad = int((~torch.isfinite(ref_host)).sum().item())
+    new_bad_where_ref_ok = int((~torch.isfinite(new_host) & torch.isfinite(ref_host)).sum().item())
     rec["nonfinite"] = {"reference": ref_bad, "candidate_where_reference_finite": new_bad_where_ref_ok}
     if new_bad_where_ref_ok:
-        rec["reasons"].append("nonfinite")
+        # Under --strict on CUDA free memory holds NaN before the call: NaN is memory never written.
+        poisoned = watch is not None and dev.type == "cuda" and bool((new_host.isnan() & ref_host.isfinite()).any())
+        rec["reasons"].append("unwritten_output" if poisoned else "nonfinite")
+        if poisoned:
+            out.setdefault("_findings", []).append(finding(
+                "unwritten_output", f"NaN where the reference is finite in trial {i}, after freed memory was filled "
+                                    f"with NaN: an output the kernel never wrote (a launch that failed?)", strict_seed))
 
-    cmp = compare_outputs(ref_out, new_out, atol, rtol)
+    cmp = compare_outputs(ref_host, new_host, atol, rtol)
     rec["comparison"] = cmp
     rec["allclose"] = cmp["allclose"]
-    rec["bit_exact"] = bool(torch.equal(ref_out, new_out))
+    rec["bit_exact"] = bool(torch.equal(ref_host, new_host))
     # A candidate exact on part of its output (ModelNewHybrid) is judged by how much of it is.
-    rec["equal_elements"], rec["elements"] = int((ref_out == new_out).sum().item()), ref_out.numel()
-    rec["pass_at"] = {f"{t:g}": pass_at(ref_out, new_out, t) for t in SWEEP_TOLS}
-    rec["kernelbench_pass"] = pass_at(ref_out, new_out, kb_tol)
+    rec["equal_elements"], rec["elements"] = int((ref_host == new_host).sum().item()), ref_host.numel()
+    rec["pass_at"] = {f"{t:g}": pass_at(ref_host, new_host, t) for t in SWEEP_TOLS}
+    rec["kernelbench_pass"] = pass_at(ref_host, new_host, kb_tol)
     if not cmp["allclose"]:
         rec["reasons"].append("mismatch")
 
     # A cached result: the candidate repeats an earlier output although the reference's
     # changed. Only earlier outputs that were right for their own inputs count: a
     # candidate that is wrong the same way every time (all zeros) is not caching.
-    if any(new_out.shape == old_new.shape and torch.equal(old_new, new_out) and not torch.equal(old_ref, ref_out)
+    # The history keeps fingerprints, not outputs (8 outputs of each model need not fit anywhere).
+    ref_print, new_print = fingerprint(ref_host), fingerprint(new_host)
+    if any(same_fingerprint(old_new, new_print) and not same_fingerprint(old_ref, ref_print)
            for old_ref, old_new in history):
         rec["reasons"].insert(rec["reasons"].index("mismatch") if "mismatch" in rec["reasons"] else len(rec["reasons"]),
                               "stale_output")
     if cmp["allclose"] and len(history) < 8:  # a cache returns an early output; 8 is plenty
-        history.append((ref_out.detach().clone(), new_out.detach().clone()))
+        history.append((ref_print, new_print))
 
     x = pristine[0] if pristine and isinstance(pristine[0], torch.Tensor) else None
     truth = None
     if colsum64 is not None and x is not None and x.dim() == 2 and x.shape[1] == colsum64.shape[0] \
-            and ref_out.shape == (x.shape[0], 1):
+            and ref_host.shape == (x.shape[0], 1):
         truth = oracle_output(x, None, oracle_scale, colsum64)
     elif oracle_model is not None:
         try:
             truth = oracle_model(*double_inputs(pristine))
         except Exception:  # noqa: BLE001 - an op without float64 support: no oracle for this trial
             truth = None
-        if not isinstance(truth, torch.Tensor) or truth.shape != ref_out.shape:
+        if not isinstance(truth, torch.Tensor) or truth.shape != ref_host.shape:
             truth = None
     if truth is not None:
-        rec["oracle"] = {"reference": oracle_error(ref_out, truth), "candidate": oracle_error(new_out, truth)}
+        rec["oracle"] = {"reference": oracle_error(ref_host, truth), "candidate": oracle_error(new_host, truth)}
 
     rec["status"] = "fail" if rec["reasons"] else "pass"
     return out
@@ -355,6 +458,10 @@ def _finish(result: dict, started: float, reason: Optional[str]) -> dict:
     result["message"] = _verdict_message(result)
     result["hints"] = _hints(result)
     result["seconds"]["total"] = time.perf_counter() - started
+    device = torch.device(cfg["device"])
+    if device.type == "cuda":
+        result["device_memory"] = {"peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
+                                   "estimate_bytes": (cfg.get("device_bytes_estimate") or {}).get("total")}
     return result
 
 
@@ -378,6 +485,10 @@ def _verdict_message(result: dict) -> str:
         return f"FAIL: cannot import the candidate {cfg['model']}: {err['type']}: {err['message']}"
     if reason == "construct_error":
         return f"FAIL: the candidate's constructor raised {err['type']}: {err['message']}"
+    if reason in STRICT_REASONS:
+        f = next(f for f in result["strict"]["findings"] if f["reason"] == reason)
+        return (f"FAIL ({reason}, --strict): {f['message']}; replay with --seed {cfg['seed']} --strict "
+                f"--strict-seed {f['seed']}")
     t = _first_with(trials, reason)
     where = f"trial {t['index']}"
     if reason == "forward_error":
@@ -524,8 +635,23 @@ def format_report(result: dict, max_rows: int = 20) -> str:
         if ro and no:
             lines.append(f"error vs fp64 oracle (rms / max): reference {_g(ro['rms'], 3)} / {_g(ro['max_abs'], 3)}, "
                          f"candidate {_g(no['rms'], 3)} / {_g(no['max_abs'], 3)}")
+    strict = result.get("strict")
+    if strict is not None:
+        lines.append(f"strict (strict seed {strict['seed']}): {len(strict['calls'])} extra call(s) on fresh and "
+                     f"replayed inputs; {len(strict['findings'])} finding(s)")
+        lines += [f"  {f['reason']}: {f['message']}" for f in strict["findings"]]
+        lines += [f"warning: {w}" for w in strict["warnings"]]
+    if not result["passed"] and result["reason"] not in ("import_error", "construct_error"):
+        lines.append(f"replay: --seed {cfg['seed']}"
+                     + (f" --strict --strict-seed {strict['seed']}" if strict is not None else ""))
     for h in result["hints"]:
         lines.append(f"hint: {h}")
+    memory = result.get("device_memory")
+    if memory:
+        estimate = memory["estimate_bytes"]
+        lines.append(f"device memory: peak {memory['peak_allocated_bytes'] / 2**30:.2f} GiB allocated"
+                     + (f" (estimated {estimate / 2**30:.2f} GiB: one input copy, two outputs, two models)"
+                        if estimate else ""))
     lines.append(f"({result['seconds'].get('total', 0):.1f} s)")
     return "\n".join(lines)
 

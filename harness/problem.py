@@ -14,6 +14,7 @@ import importlib.util
 import os
 import sys
 import traceback
+import types
 from typing import Any, Optional
 
 import torch
@@ -96,20 +97,68 @@ def problem_values(module) -> dict:
 def problem_overrides(module, sets: dict):
     """The problem file with some module-level values replaced (`--set name=value`), for
     the duration of the check: KernelBench's get_inputs and get_init_inputs read them
-    when called. The old values come back afterwards."""
+    when called. The file's module-level code runs again with each override put right
+    after the name's own assignment, so values derived from it (`bias_shape =
+    (out_channels, 1, 1)`) follow. The old namespace comes back afterwards."""
     known = problem_values(module)
     unknown = [k for k in sets if k not in known]
     if unknown:
         raise CheckError(f"the reference module has no module-level value {', '.join(map(repr, unknown))} "
                          f"to set; it has: {', '.join(sorted(known)) or 'none'}")
-    old = {k: getattr(module, k) for k in sets}
+    if not sets:
+        yield
+        return
+    namespace = vars(module)
+    saved = dict(namespace)
     try:
-        for k, v in sets.items():
-            setattr(module, k, v)
+        code = overridden_module_code(module, sets)
+        if code is None:  # no source to run again: the plain values, derived ones unchanged
+            namespace.update(sets)
+        else:
+            try:
+                exec(code, namespace)  # noqa: S102 - the problem file itself, which the check runs anyway
+            except Exception as exc:
+                raise CheckError(f"the problem file fails with {sets}: {type(exc).__name__}: {exc}") from exc
+            # The classes and functions the check already holds stay the ones in the module
+            # (`super(Model, self)` looks Model up); they read the new values as globals.
+            namespace.update({k: v for k, v in saved.items()
+                              if isinstance(v, (type, types.FunctionType, types.ModuleType))})
         yield
     finally:
-        for k, v in old.items():
-            setattr(module, k, v)
+        namespace.clear()
+        namespace.update(saved)
+
+
+OVERRIDES_NAME = "__kb_overrides__"
+
+
+def overridden_module_code(module, sets: dict):
+    """The module's source compiled with `name = __kb_overrides__[name]` after every
+    top-level statement that assigns an overridden name (None when there is no source)."""
+    path = getattr(module, "__file__", None)
+    if not path or not path.endswith(".py") or not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        tree = ast.parse(f.read(), filename=path)
+    body = [ast.parse(f"{OVERRIDES_NAME} = {sets!r}").body[0]]
+    for stmt in tree.body:
+        body.append(stmt)
+        for name in sorted(assigned_names(stmt) & set(sets)):
+            body.append(ast.parse(f"{name} = {OVERRIDES_NAME}[{name!r}]").body[0])
+    body.append(ast.parse(f"del {OVERRIDES_NAME}").body[0])
+    tree.body = body
+    return compile(ast.fix_missing_locations(tree), path, "exec")
+
+
+def assigned_names(stmt) -> set:
+    """The names a top-level assignment binds (`a = b = 1`, `h, w = 16, 12`, `n += 1`)."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        targets = [stmt.target]
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def parse_sets(items: Optional[list]) -> dict:

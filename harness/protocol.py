@@ -27,10 +27,15 @@ def set_seed(seed: int, device: torch.device) -> None:
         torch.cuda.manual_seed(seed)
 
 
-def to_device(obj: Any, device: torch.device, dtype: torch.dtype) -> Any:
-    # KernelBench casts only floating tensors to the precision; integer inputs keep theirs.
+def to_device(obj: Any, device: torch.device, dtype: torch.dtype, keep_integer_inputs: bool = False) -> Any:
+    """An input as KernelBench hands it to the models: every tensor, integer and bool ones
+    included, cast to the precision (KernelBench's released eval does `x.to(dtype=precision)`
+    on each input tensor). With `keep_integer_inputs`, integer and bool tensors keep their
+    dtype (index and mask inputs stay usable), and only floating ones are cast."""
     if isinstance(obj, torch.Tensor):
-        return obj.to(device=device, dtype=dtype) if obj.is_floating_point() else obj.to(device)
+        if keep_integer_inputs and not obj.is_floating_point():
+            return obj.to(device)
+        return obj.to(device=device, dtype=dtype)
     return obj
 
 
@@ -38,7 +43,12 @@ def clone(obj: Any) -> Any:
     return obj.clone() if isinstance(obj, torch.Tensor) else obj
 
 
+# Taken when this module is imported, before any candidate's: a candidate that replaces
+# torch.cuda.synchronize cannot make the check skip its own synchronisation.
+_SYNCHRONIZE = torch.cuda.synchronize
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
-        torch.cuda.synchronize(device)
+        _SYNCHRONIZE(device)
 

@@ -140,3 +140,90 @@ def test_start_up_does_not_count_against_the_timeout(tmp_path):
 def test_a_pair_that_began_is_killed_at_its_timeout(tmp_path):
     late, _, proc = _wait_for_child(tmp_path, "open(began, 'a').close()\nwhile True: time.sleep(1)", 0.5)
     assert late == "no result within 0.5 s" and proc.returncode is not None
+
+
+def test_a_whole_file_copy_of_its_problem_is_a_candidate_and_ignored_files_say_why(tmp_path):
+    problem = (PROBLEMS / "softmax.py").read_text()
+    (tmp_path / "softmax.py").write_text(problem)
+    # KernelBench's candidates often keep the problem's Model, get_inputs and sizes.
+    (tmp_path / "softmax_copy.py").write_text(problem + "\n\nclass ModelNew(Model):\n    pass\n")
+    (tmp_path / "softmax_notes.py").write_text("x = 1\n")
+    (tmp_path / "other_new.py").write_text("class ModelNew:\n    pass\n")
+    (tmp_path / "_helpers.py").write_text("y = 2\n")
+    pairs, ignored = batch.discover_all(tmp_path)
+    assert [(p.problem, p.candidate) for p in pairs] == [("softmax", "softmax_copy.py")]
+    why = {item["file"]: item["reason"] for item in ignored}
+    assert set(why) == {"softmax_notes.py", "other_new.py", "_helpers.py"}
+    assert "no problem" in why["other_new.py"] and "lacks Model" in why["softmax_notes.py"]
+    result = batch.run_batch(str(tmp_path), device="cpu", workers=1, timeout_s=120, trials=1, extra=["--quiet"])
+    assert [(r["candidate"], r["verdict"]) for r in result["results"]] == [("softmax_copy.py", "PASS")]
+    assert "ignored other_new.py" in batch.format_batch(result)
+
+
+def _derived_problem(folder: Path) -> None:
+    """A problem whose sizes derive from others, as KernelBench's conv problems do."""
+    (folder / "derived.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self, bias_shape):\n        super().__init__()\n"
+        "        self.bias = nn.Parameter(torch.randn(bias_shape))\n\n"
+        "    def forward(self, x):\n        return x + self.bias\n\n\n"
+        "batch_size = 4\nchannels = 3\ninput_shape = (batch_size, channels, 5)\nbias_shape = (channels, 1)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(input_shape)]\n\n\n"
+        "def get_init_inputs():\n    return [bias_shape]\n")
+    (folder / "derived_ok.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        "    def __init__(self, bias_shape):\n        super().__init__()\n"
+        "        self.bias = nn.Parameter(torch.randn(bias_shape))\n\n"
+        "    def forward(self, x):\n        return self.bias + x\n")
+
+
+def test_batch_forwards_set_size_flags_and_seed_to_each_pair(tmp_path):
+    _derived_problem(tmp_path)
+    keep = tmp_path / "kept"
+    rc = check.main(["--problems", str(tmp_path), "--device", "cpu", "--workers", "1", "--trials", "1", "--quiet",
+                     "--set", "channels=6", "--seed", "7", "--keep", str(keep)])
+    assert rc == 0
+    report = json.loads((keep / "derived__derived_ok.json").read_text())
+    values = report["config"]["problem_values"]
+    # The derived sizes follow the override: the file's module-level code ran again.
+    assert (values["channels"], values["bias_shape"], values["input_shape"]) == (6, [6, 1], [4, 6, 5])
+    assert report["config"]["seed"] == 7 and report["trials"][0]["reference_shape"] == [4, 6, 5]
+
+
+def test_batch_size_flag_reaches_the_pair_as_its_problem_name(tmp_path):
+    for name in ("gemm_epilogue.py", "gemm_epilogue_ok.py"):
+        (tmp_path / name).write_text((PROBLEMS / name).read_text())
+    keep = tmp_path / "kept"
+    rc = check.main(["--problems", str(tmp_path), "--device", "cpu", "--workers", "1", "--trials", "1", "--quiet",
+                     "--set", "batch_size=3", "--keep", str(keep)])
+    assert rc == 0
+    report = json.loads((keep / "gemm_epilogue__gemm_epilogue_ok.json").read_text())
+    assert report["trials"][0]["reference_shape"][0] == 3
+    assert batch.set_arguments({"batch_size": 3, "shape": (2, 2)}) == ["--set", "batch_size=3", "--set", "shape=(2, 2)"]
+
+
+@pytest.mark.parametrize("flags", [["--set", "no_such_size=3"], ["--hidden", "64"]])
+def test_an_unknown_set_name_in_batch_mode_is_an_error(flags, capsys):
+    rc = check.main(["--problems", str(PROBLEMS), "--device", "cpu", "--quiet", *flags])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "not a module-level value" in err and "softmax.py has no" in err
+
+
+def test_an_unknown_set_name_in_bench_batch_mode_is_an_error(capsys):
+    import bench
+
+    assert bench.main(["--problems", str(PROBLEMS), "--device", "cpu", "--set", "no_such_size=3"]) == 2
+    assert "no_such_size" in capsys.readouterr().err
+
+
+def test_batch_mode_is_strict_unless_told_otherwise(tmp_path):
+    for name in ("softmax.py",):
+        (tmp_path / name).write_text((PROBLEMS / name).read_text())
+    (tmp_path / "softmax_replay.py").write_text((Path(__file__).parent / "cheats" / "replay_after_trials.py").read_text())
+    common = ["--problems", str(tmp_path), "--device", "cpu", "--workers", "1", "--quiet"]
+    strict_json, plain_json = tmp_path / "strict.json", tmp_path / "plain.json"
+    assert check.main([*common, "--strict-seed", "3", "--json", str(strict_json)]) == 1
+    row = json.loads(strict_json.read_text())["results"][0]
+    assert (row["verdict"], row["reason"]) == ("FAIL", "replayed_output") and "--strict-seed 3" in row["message"]
+    assert check.main([*common, "--no-strict", "--json", str(plain_json)]) == 0  # KernelBench's five trials pass it

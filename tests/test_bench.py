@@ -362,3 +362,14 @@ def test_plots(tiny_result, tmp_path):
     bench.write_plot(no_sweep, str(tmp_path / "bars.png"))
     for name in ("sweep.png", "bars.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_impossible_row_is_called_so(tiny_result):
+    import copy
+
+    result = copy.deepcopy(tiny_result)
+    assert all(r.get("impossible") is None for r in result["rows"])  # placeholder ceilings bound nothing
+    row = next(r for r in result["rows"] if r["name"] == "tail ours")
+    row["impossible"] = [{"method": "kernelbench mean", "time_ms": 1e-6, "floor_ms": 1e-3}]
+    line = next(x for x in bench.format_table(result).splitlines() if x.startswith("tail ours"))
+    assert "IMPOSSIBLE: kernelbench mean below the roofline floor" in line

@@ -63,3 +63,32 @@ def test_problem_flags_are_checked(argv, match, capsys):
 def test_set_without_reference_is_refused(capsys):
     assert bench.main([*QUICK, "--set", "batch_size=3"]) == 2
     assert "--set needs --reference" in capsys.readouterr().err
+
+
+def test_a_time_below_the_roofline_floor_is_called_impossible():
+    from harness.problem_benchmark import IMPOSSIBLE_MARGIN, beyond_floor
+
+    row = {"kernelbench": {"mean_ms": 0.001}, "robust": {"median_ms": 2.0}}
+    found = beyond_floor(row, floor_ms=1.0)
+    assert [x["method"] for x in found] == ["kernelbench mean"]  # a side stream fools the events, not the median
+    assert beyond_floor({"kernelbench": {"mean_ms": 1.0 / IMPOSSIBLE_MARGIN * 1.01}, "robust": {}}, 1.0) == []
+
+
+def test_the_batch_row_of_an_impossible_time_fails():
+    from harness.batch import _bench_summary
+
+    rows = [{"name": "reference eager", "time_ms": 1.0},
+            {"name": "cand", "time_ms": 0.01, "kernelbench": {"mean_ms": 0.01}, "error": None,
+             "check": {"ok": True, "kind": None, "reason": None},
+             "impossible": [{"method": "strict median", "time_ms": 0.01, "floor_ms": 0.5}]}]
+    summary = _bench_summary({"rows": rows})
+    assert (summary["verdict"], summary["reason"]) == ("FAIL", "beyond_roofline")
+    assert "below the roofline floor" in summary["message"] and summary["kernelbench_ms"] == 0.01
+
+
+def test_the_table_labels_both_methods(tmp_path, capsys):
+    argv = ["--reference", f"{PROBLEMS / 'softmax'}.py:Model", "--model", f"{PROBLEMS / 'softmax_ok'}.py:ModelNew",
+            "--no-compile", *QUICK]
+    assert bench.main(argv) == 0
+    table = capsys.readouterr().out
+    assert "KernelBench" in table and "strict" in table and "its method as it is" in table

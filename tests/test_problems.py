@@ -71,3 +71,44 @@ def test_this_problem_keeps_its_closed_form_oracle():
     assert r["config"]["sizes"] == {"batch": 8, "input": 16, "hidden": 32, "scale": 1.5}
     assert r["trials"][0]["oracle"] is not None
     assert torch.__version__  # the check ran in this process
+
+
+def test_set_recomputes_the_values_derived_from_it():
+    # conv_bias_act.py has bias_shape = (out_channels, 1, 1): it must follow out_channels.
+    r = _check("conv_bias_act", "conv_bias_act_ok.py", "cpu", sets={"out_channels": 5})
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["config"]["problem_values"]["bias_shape"] == [5, 1, 1]
+    assert r["trials"][0]["reference_shape"][1] == 5
+    import sys
+
+    module = next(m for m in sys.modules.values() if getattr(m, "__file__", "") == str(PROBLEMS / "conv_bias_act.py"))
+    assert (module.out_channels, module.bias_shape) == (8, (8, 1, 1))  # restored afterwards
+
+
+def test_set_of_a_derived_value_itself_wins():
+    r = _check("conv_bias_act", "conv_bias_act_ok.py", "cpu", sets={"out_channels": 5, "bias_shape": (1, 1, 1)})
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["config"]["problem_values"]["bias_shape"] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("problem, candidate", [("19_ReLU", "19_ReLU_clamp"), ("33_BatchNorm", "33_BatchNorm_functional")])
+def test_the_kernelbench_stand_ins_pass_at_small_sizes(problem, candidate):
+    folder = PROBLEMS / "kernelbench"
+    small = {"batch_size": 4, "dim": 64} if problem == "19_ReLU" else {"batch_size": 2, "dim1": 8, "dim2": 8}
+    r = check.run_check(model=f"{folder / candidate}.py:ModelNew", reference=f"{folder / problem}.py:Model",
+                        trials=2, device="cpu", sets=small, strict=True, strict_seed=1)
+    assert r["verdict"] == "PASS", r["message"]
+    full = {"batch_size": 4096, "dim": 393216} if problem == "19_ReLU" else {"batch_size": 64, "dim1": 512}
+    assert all(r["config"]["problem_values"][k] != v for k, v in full.items())
+
+
+def test_the_stand_ins_at_their_real_sizes_are_estimated_without_running():
+    import sys
+
+    from harness.memory import estimate_bytes
+    from harness.problem import load_class
+
+    cls = load_class(f"{PROBLEMS / 'kernelbench' / '19_ReLU'}.py:Model", "Model")
+    module = sys.modules[cls.__module__]
+    est = estimate_bytes(cls, [], module.get_inputs, torch.float32)
+    assert est["inputs"] == est["output"] == 4096 * 393216 * 4 and est["output_known"]

@@ -1,0 +1,76 @@
+"""Device memory: what a check needs, worked out before anything runs.
+
+The check keeps on the device one copy of the inputs, the reference's output and the
+candidate's output (and both models' parameters); the pristine inputs, the fp64 oracle,
+the history and the statistics stay on the host. `estimate_bytes` works the sizes out on
+torch's meta device (no memory, no compute); `refuse_if_too_big` stops a problem that
+cannot fit, with the numbers, instead of letting it fail half-way with an OOM.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import torch
+
+from harness.problem import CheckError
+from harness.protocol import to_device
+
+META = torch.device("meta")
+
+
+def tensor_bytes(objs: Any) -> int:
+    """Bytes of every tensor in a tensor, list or tuple (nested)."""
+    if isinstance(objs, torch.Tensor):
+        return objs.numel() * objs.element_size()
+    if isinstance(objs, (list, tuple)):
+        return sum(tensor_bytes(o) for o in objs)
+    return 0
+
+
+def estimate_bytes(ref_cls: type, init_inputs: list, make_inputs: Callable, dtype: torch.dtype,
+                   keep_integer_inputs: bool = False) -> Optional[dict]:
+    """The device bytes of one check: one copy of the inputs, two outputs and two models'
+    parameters, each in the check's precision. The output's size comes from the reference
+    run on the meta device; when it cannot run there, the largest input stands for it
+    (`output_known` False). None when even the inputs cannot be drawn on the meta device."""
+    try:
+        with META:
+            inputs = [to_device(x, META, dtype, keep_integer_inputs) for x in make_inputs()]
+    except Exception:  # noqa: BLE001 - a problem that builds its inputs another way: no estimate
+        return None
+    input_bytes = tensor_bytes(inputs)
+    params = output = None
+    try:
+        with META:
+            model = ref_cls(*init_inputs).to(dtype=dtype)
+        params = sum(tensor_bytes(t) for t in [*model.parameters(), *model.buffers()])
+        with torch.no_grad():
+            output = tensor_bytes(model(*inputs))
+    except Exception:  # noqa: BLE001 - an op without a meta kernel: the estimate says it guessed
+        pass
+    largest_input = max([tensor_bytes(x) for x in inputs] + [0])
+    output_bytes = output if output is not None else largest_input
+    params = params or 0
+    return {"inputs": input_bytes, "output": output_bytes, "parameters": params, "output_known": output is not None,
+            "total": input_bytes + 2 * output_bytes + 2 * params}
+
+
+def free_device_bytes(device: torch.device) -> int:
+    """What this process can still get: the driver's free memory plus what torch's caching
+    allocator holds unused."""
+    free, _ = torch.cuda.mem_get_info(device)
+    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+
+
+def refuse_if_too_big(estimate: Optional[dict], free_bytes: int, device: str) -> None:
+    """CheckError, before anything runs, when the check's device bytes exceed `free_bytes`."""
+    if estimate is None or estimate["total"] <= free_bytes:
+        return
+    gib = 2**30
+    guessed = "" if estimate["output_known"] else " (the output's size guessed as the largest input's)"
+    raise CheckError(
+        f"this problem cannot fit on {device}: the check needs {estimate['total'] / gib:.2f} GiB at once (the inputs "
+        f"{estimate['inputs'] / gib:.2f} GiB, two outputs of {estimate['output'] / gib:.2f} GiB{guessed}, two models' "
+        f"parameters of {estimate['parameters'] / gib:.2f} GiB) and {free_bytes / gib:.2f} GiB is free; use smaller "
+        f"sizes (--set NAME=VALUE) or a device with more memory")

@@ -1,0 +1,127 @@
+"""Device memory: the estimate a check makes before it runs (on the meta device), the
+refusal of a problem that cannot fit, and what the check keeps on the device."""
+
+import sys
+
+import pytest
+import torch
+
+import check
+from harness import memory
+from harness.problem import CheckError, load_class
+from tests.cases import PROBLEMS
+
+
+def _problem(name):
+    cls = load_class(f"{PROBLEMS / name}.py:Model", "Model")
+    return cls, sys.modules[cls.__module__]
+
+
+def test_the_estimate_counts_one_input_copy_two_outputs_and_two_models():
+    cls, module = _problem("gemm_epilogue")  # x (32, 64) -> (32, 48), Linear(64, 48)
+    est = memory.estimate_bytes(cls, list(module.get_init_inputs()), module.get_inputs, torch.float32)
+    assert est["output_known"] and est["inputs"] == 32 * 64 * 4 and est["output"] == 32 * 48 * 4
+    assert est["parameters"] == (64 * 48 + 48) * 4
+    assert est["total"] == est["inputs"] + 2 * est["output"] + 2 * est["parameters"]
+    half = memory.estimate_bytes(cls, list(module.get_init_inputs()), module.get_inputs, torch.float16)
+    assert half["total"] * 2 == est["total"]
+
+
+def test_an_output_the_meta_device_cannot_compute_is_guessed_and_said_so():
+    class NoMeta(torch.nn.Module):
+        def forward(self, x):
+            return torch.from_numpy(x.numpy())  # needs real data
+
+    est = memory.estimate_bytes(NoMeta, [], lambda: [torch.randn(10, 10)], torch.float32)
+    assert est["output_known"] is False and est["output"] == 400
+
+
+def test_a_problem_that_cannot_fit_is_refused_with_its_numbers():
+    est = {"inputs": 3 * 2**30, "output": 2 * 2**30, "parameters": 0, "output_known": True, "total": 7 * 2**30}
+    with pytest.raises(CheckError, match=r"cannot fit on cuda:0: the check needs 7.00 GiB .* 4.00 GiB is free"):
+        memory.refuse_if_too_big(est, 4 * 2**30, "cuda:0")
+    memory.refuse_if_too_big(est, 8 * 2**30, "cuda:0")  # fits: nothing happens
+    memory.refuse_if_too_big(None, 0, "cuda:0")  # no estimate: nothing to refuse on
+
+
+def test_the_check_records_its_estimate_and_on_cuda_its_peak():
+    r = check.run_check(model=f"{PROBLEMS / 'softmax_ok'}.py:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model",
+                        trials=1, device="cpu")
+    assert r["config"]["device_bytes_estimate"]["output"] == 16 * 1000 * 4
+    assert r["device_memory"] is None and "device memory" not in check.format_report(r)
+    r["device_memory"] = {"peak_allocated_bytes": 3 << 30, "estimate_bytes": 2 << 30}  # as CUDA reports it
+    assert "device memory: peak 3.00 GiB allocated (estimated 2.00 GiB" in check.format_report(r)
+
+
+def test_each_model_gets_one_device_copy_of_the_inputs_per_trial(monkeypatch):
+    from harness import checker
+
+    made = []
+    real = checker.device_copies
+    monkeypatch.setattr(checker, "device_copies", lambda inputs, dev: made.append(len(inputs)) or real(inputs, dev))
+    r = check.run_check(model=f"{PROBLEMS / 'several_inputs_ok'}.py:ModelNew",
+                        reference=f"{PROBLEMS / 'several_inputs'}.py:Model", trials=3, device="cpu")
+    assert r["verdict"] == "PASS", r["message"]
+    assert made == [3] * 6  # three inputs, copied once for the reference and once for the candidate per trial
+
+
+def test_the_oracle_runs_on_the_host(monkeypatch):
+    from harness import checker
+
+    devices = []
+    real = checker.double_inputs
+    monkeypatch.setattr(checker, "double_inputs", lambda xs: devices.extend(x.device.type for x in xs) or real(xs))
+    r = check.run_check(model=f"{PROBLEMS / 'softmax_ok'}.py:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model",
+                        trials=2, device="cuda" if torch.cuda.is_available() else "cpu")
+    assert r["summary"]["oracle"]["reference"] is not None and devices == ["cpu", "cpu"]
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_device_holds_the_inputs_and_two_outputs_only():
+    dev = torch.device("cuda")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated(dev)
+    r = check.run_check(model=f"{PROBLEMS / 'softmax_ok'}.py:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model",
+                        trials=5, device="cuda", sets={"batch_size": 4096, "dim": 4096})
+    assert r["verdict"] == "PASS", r["message"]
+    est = r["config"]["device_bytes_estimate"]
+    # Softmax's own workspace aside, the peak stays near one input and two outputs.
+    assert r["device_memory"]["peak_allocated_bytes"] - before <= est["total"] + est["output"]
+
+
+def test_the_comparison_in_chunks_equals_the_whole(monkeypatch):
+    from harness import compare
+
+    torch.manual_seed(0)
+    ref = torch.randn(300, 7)
+    new = ref + 1e-5 * torch.randn_like(ref)
+    new[3, 4], new[250, 1] = float("nan"), float("inf")
+    whole = compare.compare_outputs(ref, new, 1e-4, 1e-4)
+    monkeypatch.setattr(compare, "COMPARE_CHUNK", 64)
+    chunked = compare.compare_outputs(ref, new, 1e-4, 1e-4)
+    assert chunked["worst"] == whole["worst"] and chunked["n_fail"] == whole["n_fail"] == 2
+    for key in ("max_abs_diff", "max_abs_diff_finite"):
+        assert chunked[key] == whole[key]
+    assert chunked["mean_abs_diff"] == whole["mean_abs_diff"] == "nan"
+
+
+def test_fingerprints_tell_outputs_apart_without_keeping_them():
+    from harness.compare import fingerprint, same_fingerprint
+
+    a = torch.randn(1000, 10)
+    assert same_fingerprint(fingerprint(a), fingerprint(a.clone()))
+    b = a.clone()
+    b[500, 3] += 1.0
+    assert not same_fingerprint(fingerprint(a), fingerprint(b))  # one element off: the sum differs
+    assert not same_fingerprint(fingerprint(a), fingerprint(a.view(10, 1000)))
+    nan = a.clone()
+    nan[0, 0] = float("nan")
+    assert same_fingerprint(fingerprint(nan), fingerprint(nan.clone()))
+
+
+def test_the_answers_kept_for_replays_stay_within_their_budget(monkeypatch):
+    from harness import strict
+
+    monkeypatch.setattr(strict, "ANSWER_BUDGET_BYTES", 1000)
+    answers = {1: torch.zeros(200)}  # 800 bytes
+    assert strict.keep_answer(answers, torch.zeros(50)) and not strict.keep_answer(answers, torch.zeros(51))
