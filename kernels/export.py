@@ -132,10 +132,10 @@ at::Tensor div_sum_scale(const at::Tensor& y, double divisor, double scale) {
 HYBRID_BINDING = """\
 // The file's entry points of kb14::hybrid_rows and kb14::rows_gemm (hybrid.cu).
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows(
-    const at::Tensor& x, const at::Tensor& vectors, const at::Tensor& scalars, double scale, double kappa,
-    double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
-  return kb14::hybrid_cuda::hybrid_rows_cuda(x, vectors, scalars, scale, kappa, tail_depth, sigma_factor, atol, rtol,
-                                             budget);
+    const at::Tensor& x, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars, double scale,
+    double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
+  return kb14::hybrid_cuda::hybrid_rows_cuda(x, colsum, vectors, scalars, scale, kappa, tail_depth, sigma_factor, atol,
+                                             rtol, budget);
 }
 at::Tensor rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
   return kb14::hybrid_cuda::rows_gemm_cuda(x, w, rows, count);
@@ -551,8 +551,8 @@ class ModelNew(nn.Module):
         scale = self.scaling_factor / DIVISOR
         stats = self.weight_statistics(w)
         approx, exact_rows, rows, count = extension().hybrid_rows(
-            x, stats.vectors, stats.scalars, float(scale), KAPPA, tail_depth(w.shape[0]), float(SIGMA_FACTOR),
-            float(ATOL), float(RTOL), float(BUDGET))
+            x, stats.vectors[0], stats.model_vectors, stats.scalars, float(scale), KAPPA, tail_depth(w.shape[0]),
+            float(SIGMA_FACTOR), float(ATOL), float(RTOL), float(BUDGET))
         y = extension().rows_gemm(x, w, rows, count)
         exact = extension().div_sum_scale(y, float(DIVISOR), float(self.scaling_factor))
         self.last_exact_rows = exact_rows

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The GPU evidence the README and results/hybrid.md cite, in order of priority, on one GPU:
+#   bash scripts/gpu_evidence.sh OUT_DIR [seconds]
+# Each step writes into OUT_DIR and the folder is packed into OUT_DIR.tgz after each step, so
+# that a run cut short still returns what it finished. Steps past the time budget are skipped.
+set -u
+out=${1:?usage: gpu_evidence.sh OUT_DIR [seconds]}
+budget=${2:-3600}
+mkdir -p "$out"
+start=$(date +%s)
+export PYTHONUNBUFFERED=1
+pack() { tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"; }
+step() {  # step NAME command...: runs it unless the budget is spent, logs to OUT_DIR/NAME.log
+  local name=$1; shift
+  if (( $(date +%s) - start > budget )); then echo "skipped $name (budget)" | tee -a "$out/skipped.txt"; return; fi
+  echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
+}
+step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
+step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
+step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
+step export_files bash -c "python3 -m kernels.export ModelNew --dtype fp32 -o $out/kernelbench_l2_14_modelnew_fp32.py && \
+  python3 -m kernels.export ModelNewHybrid --dtype fp32 -o $out/kernelbench_l2_14_modelnewhybrid_fp32.py"
+step export_evidence python3 scripts/export_evidence.py "$out/kernelbench_l2_14_modelnew_fp32.py" \
+  "$out/kernelbench_l2_14_modelnewhybrid_fp32.py" --trials 100 --json "$out/export_evidence.json"
+step gpu_tests python3 -m pytest -q -rs tests/test_hybrid.py tests/test_export.py
+pack
