@@ -22,5 +22,19 @@ step export_files bash -c "python3 -m kernels.export ModelNew --dtype fp32 -o $o
   python3 -m kernels.export ModelNewHybrid --dtype fp32 -o $out/kernelbench_l2_14_modelnewhybrid_fp32.py"
 step export_evidence python3 scripts/export_evidence.py "$out/kernelbench_l2_14_modelnew_fp32.py" \
   "$out/kernelbench_l2_14_modelnewhybrid_fp32.py" --trials 100 --json "$out/export_evidence.json"
+step strict_tests python3 -m pytest -q -rs tests/test_strict.py tests/test_memory.py
+cheats_batch() {  # every cheat beside its problem, strict, in batch mode
+  rm -rf /tmp/cheats && mkdir -p /tmp/cheats && cp tests/problems/softmax.py tests/problems/gemm_epilogue.py /tmp/cheats/
+  for f in tests/cheats/*.py; do
+    p=$(sed -n 's/^PROBLEM = "\(.*\)"/\1/p' "$f")
+    [ "$p" = tiny_outputs ] || cp "$f" "/tmp/cheats/${p}_$(basename "$f")"
+  done
+  python3 check.py --problems /tmp/cheats --strict-seed 1 --json "$out/cheats_batch.json"
+}
+step cheats_batch cheats_batch
 step gpu_tests python3 -m pytest -q -rs tests/test_hybrid.py tests/test_export.py
+step relu_strict python3 check.py --reference tests/problems/kernelbench/19_ReLU.py:Model \
+  --model tests/problems/kernelbench/19_ReLU_clamp.py --strict --strict-seed 1 --json "$out/relu.json"
+step batchnorm_strict python3 check.py --reference tests/problems/kernelbench/33_BatchNorm.py:Model \
+  --model tests/problems/kernelbench/33_BatchNorm_functional.py --strict --strict-seed 1 --json "$out/bn.json"
 pack
