@@ -85,8 +85,9 @@ def test_on_cuda_the_device_holds_the_inputs_and_two_outputs_only():
                         trials=5, device="cuda", sets={"batch_size": 4096, "dim": 4096})
     assert r["verdict"] == "PASS", r["message"]
     est = r["config"]["device_bytes_estimate"]
-    # Softmax's own workspace aside, the peak stays near one input and two outputs.
-    assert r["device_memory"]["peak_allocated_bytes"] - before <= est["total"] + est["output"]
+    # Softmax's own workspace (one output's worth) aside, the peak stays near one input and two
+    # outputs; 1 MiB for the check's own small tensors (seen on the H200: 16 KiB over without it).
+    assert r["device_memory"]["peak_allocated_bytes"] - before <= est["total"] + est["output"] + 2**20
 
 
 def test_the_comparison_in_chunks_equals_the_whole(monkeypatch):
