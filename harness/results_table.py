@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import os
 import subprocess
 from pathlib import Path
 
@@ -20,7 +21,10 @@ COLUMNS = ("commit", "date", "gpu", "torch", "shape", "dtype", "method", "implem
 
 
 def current_commit() -> str:
-    """The checkout's commit, with '+' when the tree has uncommitted changes ('unknown' outside git)."""
+    """The checkout's commit, with '+' when the tree has uncommitted changes ('unknown' outside
+    git); KB14_COMMIT overrides it where the tree was copied without its history (a lent GPU)."""
+    if os.environ.get("KB14_COMMIT"):
+        return os.environ["KB14_COMMIT"]
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
