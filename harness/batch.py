@@ -8,8 +8,11 @@ problem name its file name starts with, so `gemm_epilogue_fast.py` goes with
 
 Each pair runs as its own `check.py` (or `bench.py`) process, so a candidate that raises, crashes its
 process, hangs past `timeout_s` or breaks its CUDA context fails alone and the run goes
-on. Pairs are spread over `workers` concurrent processes; on CUDA each worker slot sees
-one GPU (`CUDA_VISIBLE_DEVICES`), slots sharing the visible GPUs round-robin. `shard`
+on. `workers` worker slots run at once, each pinned to one GPU on CUDA (`CUDA_VISIBLE_DEVICES`;
+more slots than GPUs share them round-robin, except for timing, where a GPU runs one pair at a
+time); a slot takes the next pair as soon as its last one ends, and every record names the
+slot and GPU it ran on. A pair that breaks its CUDA context or hangs ends with its own process:
+the slot's next pair starts a fresh one. `shard`
 (K, N) keeps pairs K-1, K-1+N, ... of the sorted list, so that N machines (a Slurm
 array, Ray, any job runner) split a folder between them; `merge` joins their JSON files
 into the result one run would have given. `keep` keeps each pair's own report (its
@@ -21,9 +24,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -246,7 +251,8 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
         elif device == "cpu":
             cmd += ["--device", "cpu"]
         started = time.perf_counter()
-        record = {**asdict(pair), "slot": slot, "verdict": None, "reason": None, "message": None, "returncode": None}
+        record = {**asdict(pair), "slot": slot, "gpu": env.get("CUDA_VISIBLE_DEVICES") if device == "cuda" else None,
+                  "verdict": None, "reason": None, "message": None, "returncode": None}
         del record["folder"]
         began = Path(tmp) / "began"
         env[BATCH_BEGAN_ENV] = str(began)
@@ -273,6 +279,34 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
         return record
 
 
+def run_in_slots(pairs: list, workers: int, run, progress=None) -> list[dict]:
+    """Run `run(pair, slot)` for every pair on `workers` slots at once: each slot takes the next
+    pair as soon as its previous one ends (a slow pair holds up only its own slot)."""
+    todo: "queue.Queue" = queue.Queue()
+    for pair in pairs:
+        todo.put(pair)
+    results: list[dict] = []
+    lock = threading.Lock()
+
+    def slot_loop(slot: int) -> None:
+        while True:
+            try:
+                pair = todo.get_nowait()
+            except queue.Empty:
+                return
+            record = run(pair, slot)
+            if progress:
+                where = f" on GPU {record['gpu']}" if record.get("gpu") is not None else ""
+                progress(f"{record['problem']} / {record['candidate']}: {record['verdict']} "
+                         f"({record['seconds']:.1f} s{where})")
+            with lock:
+                results.append(record)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(slot_loop, range(max(1, workers))))
+    return results
+
+
 def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, timeout_s: float = 600,
               shard: tuple[int, int] | None = None, trials: int = 5, extra: list[str] | None = None,
               progress=None, tool: str = "check", keep: str | None = None, sets: dict | None = None) -> dict:
@@ -296,23 +330,14 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
         keep_dir.mkdir(parents=True, exist_ok=True)
     pairs = shard_of(all_pairs, shard)
     started = time.perf_counter()
-    slots = list(range(workers))
     gpus = visible_gpus() if device == "cuda" else []
-    results: list[dict] = []
-
-    def work(indexed):
-        i, pair = indexed
-        record = _run_pair(pair, slots[i % workers], device, timeout_s, trials, extra, tool, gpus, keep_dir)
+    if tool == "bench" and device == "cuda" and gpus and workers > len(gpus):
+        # Two timed pairs on one GPU would time each other: one pair per GPU at a time.
         if progress:
-            progress(f"{record['problem']} / {record['candidate']}: {record['verdict']} ({record['seconds']:.1f} s)")
-        return record
-
-    # Pair i runs in slot i % workers; with as many threads as slots, a slot (a GPU) has
-    # one process at a time only if the pairs of a slot run in order: group them.
-    by_slot = [[(i, p) for i, p in enumerate(pairs) if i % workers == s] for s in slots]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for chunk in pool.map(lambda items: [work(it) for it in items], by_slot):
-            results.extend(chunk)
+            progress(f"timing: {workers} workers asked for, {len(gpus)} GPUs: one worker per GPU")
+        workers = len(gpus)
+    results = run_in_slots(pairs, workers, lambda pair, slot: _run_pair(pair, slot, device, timeout_s, trials, extra,
+                                                                          tool, gpus, keep_dir), progress)
     results.sort(key=lambda r: (r["problem"], r["candidate"]))
     return {"schema": SCHEMA, "config": {"tool": tool, "folder": str(folder), "device": device, "workers": workers,
                                          "timeout_s": timeout_s, "trials": trials,
@@ -387,8 +412,10 @@ def format_batch(result: dict) -> str:
     timed = result["config"].get("tool") == "bench"
     times = f" {'KernelBench':>11} {'strict':>10} {'x eager':>8} {'x comp':>7}" if timed else ""
     why = max([len(r["reason"] or "-") for r in rows] + [16])  # --strict's reasons are long
-    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<{why}}{times} {'seconds':>8}",
-             "-" * (width + why + 20 + len(times))]
+    on_gpus = any(r.get("gpu") is not None for r in rows)
+    gpu_head = f" {'gpu':>4}" if on_gpus else ""
+    lines = [f"{'problem / candidate':<{width}}  {'verdict':<8} {'reason':<{why}}{times} {'seconds':>8}{gpu_head}",
+             "-" * (width + why + 20 + len(times) + len(gpu_head))]
 
     def x(v):
         return "-" if v is None else f"{v:.3f}"
@@ -396,9 +423,15 @@ def format_batch(result: dict) -> str:
     for r in rows:
         cells = (f" {format_ms(r.get('kernelbench_ms')):>11} {format_ms(r.get('time_ms')):>10} "
                  f"{x(r.get('speedup_vs_eager')):>8} {x(r.get('speedup_vs_compiled')):>7}" if timed else "")
+        gpu = f" {r.get('gpu') if r.get('gpu') is not None else '-':>4}" if on_gpus else ""
         lines.append(f"{r['problem'] + ' / ' + r['candidate']:<{width}}  {r['verdict'] or '-':<8} "
-                     f"{r['reason'] or '-':<{why}}{cells} {r['seconds']:>8.1f}")
+                     f"{r['reason'] or '-':<{why}}{cells} {r['seconds']:>8.1f}{gpu}")
     counts = {}
+    per_gpu = {}
+    for r in rows:
+        if r.get("gpu") is not None:
+            n, busy = per_gpu.get(r["gpu"], (0, 0.0))
+            per_gpu[r["gpu"]] = (n + 1, busy + r["seconds"])
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     cfg = result["config"]
@@ -406,5 +439,8 @@ def format_batch(result: dict) -> str:
               + f"; {cfg['device']}, {cfg['workers']} workers, {result['seconds_total']:.1f} s in all"
               + (f"; shard {cfg['shard']}" if cfg.get("shard") else "")
               + ("; merged" if cfg.get("merged_from") else "")]
+    if per_gpu:
+        lines.append("per GPU: " + ", ".join(f"GPU {g}: {n} pairs, {busy:.1f} s busy"
+                                            for g, (n, busy) in sorted(per_gpu.items())))
     lines += [f"ignored {item['file']}: {item['reason']}" for item in cfg.get("ignored", [])]
     return "\n".join(lines)

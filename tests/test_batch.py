@@ -227,3 +227,58 @@ def test_batch_mode_is_strict_unless_told_otherwise(tmp_path):
     row = json.loads(strict_json.read_text())["results"][0]
     assert (row["verdict"], row["reason"]) == ("FAIL", "replayed_output") and "--strict-seed 3" in row["message"]
     assert check.main([*common, "--no-strict", "--json", str(plain_json)]) == 0  # KernelBench's five trials pass it
+
+
+# ---- slots: pairs handed out as slots free up, one pair per slot at a time (a simulated run) ----
+
+
+def _fake_pairs(n):
+    return [batch.Pair("p", f"p_{i}.py", ".") for i in range(n)]
+
+
+def test_a_slow_pair_holds_up_only_its_own_slot():
+    import threading
+    import time as _time
+
+    spans, lock = [], threading.Lock()
+
+    def run(pair, slot):
+        began = _time.perf_counter()
+        _time.sleep(0.6 if pair.candidate == "p_0.py" else 0.05)
+        with lock:
+            spans.append((slot, pair.candidate, began, _time.perf_counter()))
+        return {"problem": pair.problem, "candidate": pair.candidate, "verdict": "PASS", "seconds": 0.0, "gpu": None}
+
+    results = batch.run_in_slots(_fake_pairs(9), 2, run)
+    assert sorted(r["candidate"] for r in results) == sorted(p.candidate for p in _fake_pairs(9))
+    slow_slot = next(s for s, c, _, _ in spans if c == "p_0.py")
+    # While the slow pair ran, the other slot took every other pair (fixed rounds would give it half).
+    assert sum(1 for s, _, _, _ in spans if s != slow_slot) == 8
+    # No slot ever ran two pairs at once.
+    for slot in {s for s, _, _, _ in spans}:
+        mine = sorted((b, e) for s, _, b, e in spans if s == slot)
+        assert all(e1 <= b2 for (_, e1), (b2, _) in zip(mine, mine[1:]))
+
+
+def test_each_record_names_its_gpu_and_timing_takes_one_pair_per_gpu(monkeypatch, tmp_path):
+    seen = []
+
+    def fake_run_pair(pair, slot, device, timeout_s, trials, extra, tool, gpus, keep):
+        import time as _time
+
+        _time.sleep(0.1)  # long enough that both slots take pairs
+        seen.append((slot, batch.gpu_of_slot(slot, gpus)))
+        return {"problem": pair.problem, "candidate": pair.candidate, "verdict": "PASS", "reason": None,
+                "message": None, "seconds": 0.01, "slot": slot, "gpu": batch.gpu_of_slot(slot, gpus)}
+
+    (tmp_path / "p.py").write_text("class Model: pass\ndef get_inputs(): pass\ndef get_init_inputs(): pass\n")
+    for i in range(4):
+        (tmp_path / f"p_{i}.py").write_text("class ModelNew: pass\n")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,7")
+    monkeypatch.setattr(batch, "_run_pair", fake_run_pair)
+    result = batch.run_batch(str(tmp_path), device="cuda", workers=4, tool="bench")
+    assert result["config"]["workers"] == 2  # two GPUs: two timing slots, not four
+    assert {g for _, g in seen} == {"3", "7"}
+    assert all(r["gpu"] in ("3", "7") for r in result["results"])
+    table = batch.format_batch(result)
+    assert "per GPU: GPU 3:" in table and "GPU 7:" in table
