@@ -1,6 +1,6 @@
 """Collect the column-sum fast path's evidence on this GPU: accuracy and speed.
 
-    python scripts/colsum_evidence.py --out results/
+    python scripts/colsum_evidence.py --out DIR
 
 writes colsum_evidence.json and colsum_evidence.md:
 

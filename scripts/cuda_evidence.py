@@ -1,6 +1,6 @@
 """Collect the CUDA kernel's evidence on this GPU: bit-exactness and speed.
 
-    python scripts/cuda_evidence.py --out results/
+    python scripts/cuda_evidence.py --out DIR
 
 writes cuda_evidence.json and cuda_evidence.md: the GPU, torch / CUDA versions and
 git commit; ModelNew vs Model bit-exactness over seeded trials; the tail against

@@ -10,7 +10,7 @@ For each of `--runs` repetitions, in a new process each time:
 * `python -m kernels.build` with an empty cache: every module of this machine, ahead
   of time, in parallel.
 
-    python scripts/first_use.py --device cpu --out results/first_use_cpu.json
+    python scripts/first_use.py --device cpu --out first_use_cpu.json
 """
 
 from __future__ import annotations

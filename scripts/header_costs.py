@@ -5,7 +5,7 @@
   compiles it (host units with -O3; nvcc units for sm_90, skipped without nvcc; the host
   units of CUDA modules through nvcc, which finds the CUDA headers).
 
-    python scripts/header_costs.py --out results/header_costs_cpu.json
+    python scripts/header_costs.py --out header_costs_cpu.json
 """
 
 from __future__ import annotations

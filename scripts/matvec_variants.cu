@@ -125,7 +125,7 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
 // vector v's four sums as two double2 arrays (elements 0-1, then 2-3) so that a warp's
 // 16-byte reads do not conflict. ptxas (CUDA 13.0, sm_90) for those: 512 x 3 with U = 4 takes
 // 40 registers and 1024 x 2 with U = 2 takes 32, each with 16 bytes of spills; 512 x 2 with
-// two rows ahead 64, none. Slower (results/kernel_notes.md, session 11).
+// two rows ahead 64, none. Slower (results/kernel_notes.md, the column-sum path).
 //
 // kWarm (the tail's warming, kernels/tail_kernels.cuh): block b < SMs asks L2 for its first
 // row (one bulk prefetch) before the wait; kWarmAlways always, kWarmGated only where the

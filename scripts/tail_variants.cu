@@ -88,8 +88,8 @@ __device__ __forceinline__ void prefetch_line_to_l2(const void* p) {
 // loads, additions and trees, lanes before warps), where the blocks of the first
 // `warm_rows` rows ask L2 for a row before griddepcontrol.wait: back to back those blocks
 // are placed while the kernel before drains, and their fetches fill the bus's idle time
-// between the two kernels' reads. Session 11 warmed every row (or every first-wave row;
-// slower); this warms about one or two rows per SM, the bytes one or two microseconds of
+// between the two kernels' reads. Warming every row (or every first-wave row) was
+// slower; this warms about one or two rows per SM, the bytes one or two microseconds of
 // reading move. kBulk: one bulk prefetch of the row by thread 0, else each thread its own
 // lines; kEvictFirst: the bulk prefetch marked evict-first. `ahead`: which row block b
 // warms, b + ahead (0: its own; a row of a later wave is read long after the fetch, so a
@@ -364,9 +364,9 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     const int64_t n16 = rows * cols * int64_t(sizeof(T)) / 16;
     // By default every thread gets one whole round of 4 words. On a fixed grid whose round does
     // not divide a thread's share, the loop's remainder reads one word at a time, a memory latency
-    // each: 8 blocks per SM with 8 loads (the default before session 23) left every thread of
+    // each: 8 blocks per SM with 8 loads (the default before d561bcf) left every thread of
     // 1024 x 8192 fp32 (3.9 words each) no whole round, 10.75 us in ncu against 9.89 for
-    // Inductor's kernel (results/kernel_notes.md, session 23).
+    // Inductor's kernel (results/kernel_notes.md, the floor).
     constexpr int kLoads = 4, kRound = kLoads * kLeanBlock;
     const unsigned grid = grid_cap > 0 ? grid_cap : static_cast<unsigned>((n16 + kRound - 1) / kRound);
     const auto* y16 = static_cast<const uint4*>(y);
@@ -459,7 +459,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     }
     return -1;
   }
-  if (variant == 85) {  // split_lane_rows_kernel staged (the library's fp32 staged rows since session 19)
+  if (variant == 85) {  // split_lane_rows_kernel staged (the library's fp32 staged rows since 6726213)
     const LeanArgs<T> la = lean_args(a);
     if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
     return launch_staged_split_lane_rows<true>(la, stream);
@@ -494,7 +494,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   opt.deep_block_rows = variant != 63;
   opt.warm_rows = variant != 81;
   opt.split_lane_16bit_rows = variant != 92;
-  if (variant == 93) opt.staged_max_rows = 1024;  // before session 21
+  if (variant == 93) opt.staged_max_rows = 1024;  // before 4899f73
   switch (variant) {
     case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
     case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63: case 81: case 92: case 93:
@@ -529,21 +529,21 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // per lane on every warp-per-row plan (before the deep and staged kernels); 38 warp-per-row plans
 // staged: each lane copies its whole share of the row into shared memory first
 // (staged_warp_rows_kernel: one bulk copy of the row on sm_90; fp32); 39 the library without
-// its five-vector block rows (before session 7); 44 the staged kernel with per-lane cp.async
-// copies (the library's before session 7, and its path before sm_90; fp32); 45 the library
+// its five-vector block rows (before c547914); 44 the staged kernel with per-lane cp.async
+// copies (the library's before c547914, and its path before sm_90; fp32); 45 the library
 // without its wide warp rows (two vectors per lane on fp32 warp-per-row plans of more than 4096
-// rows; before session 8); 46 and 47 the block-per-row lean kernel with 1 or 2 vectors in
+// rows; before d5825ea); 46 and 47 the block-per-row lean kernel with 1 or 2 vectors in
 // flight per thread (made for calls queued after a write flush; run31); 48 and 49 the
 // library's loop-free block-row kernel with the programmatic launch attribute but no
 // griddepcontrol instructions, and the instructions without the attribute; 50-55
 // split_lane_rows_kernel (each lane's four accumulators on four threads) on every fp32
-// warp-per-row plan (since session 18 also rows that start mid-vector), with 32, 16, 64 or
+// warp-per-row plan (since c9fe33f also rows that start mid-vector), with 32, 16, 64 or
 // 48 loads in flight per thread (the library picks among 32, 48 and 64: split_lane_loads),
 // and 54, 55 with 64 and 48 at more
 // blocks per SM (6 and 8; slower, run39); 60-62 the looped block-row kernel with 4 vectors in
 // flight per thread at 3 or 2 blocks per SM, or 8 at 2 (16-bit rows of 32768+ columns;
-// run45, run47; the library takes 62 there since session 12); 63 the library without its
-// deep block rows (2 vectors in flight there, as before session 12); 64-67 ring_rows_kernel
+// run45, run47; the library takes 62 there since 8649e93); 63 the library without its
+// deep block rows (2 vectors in flight there, as before 8649e93); 64-67 ring_rows_kernel
 // (persistent block rows fed by bulk copies into a ring of whole rows, 1-4 blocks per SM;
 // rows of 512, 1024, 2048 or 4096 vectors); 68-72 warmed_exact_rows_kernel (the loop-free block rows,
 // the first 132, 264 or 66 rows asking L2 for their own row's lines before the wait, 71: 132 rows by
@@ -553,13 +553,13 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 // warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it; 82-84 multi_row_kernel,
 // the loop-free 16-bit rows of 8192 two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84); 85
 // split_lane_rows_kernel staged (kStaged: the staged kernel's bulk copy, 128 threads adding; warp-per-row
-// plans of any type since session 21; the library's fp32 staged rows since session 19, where 38 was); 86, 87
+// plans of any type since acc8fbf; the library's fp32 staged rows since 6726213, where 38 was); 86, 87
 // split_lane_rows_kernel on 16-bit warp-per-row plans with 8 or 16 loads in flight (the library's choice in
-// the deep kernel's domain since session 21); 92 the library without it (the deep kernel there); 93 the
-// library with its fp32 staged and split-lane plans up to 1024 rows, as before session 21 (1536 since)).
+// the deep kernel's domain since acc8fbf); 92 the library without it (the deep kernel there); 93 the
+// library with its fp32 staged and split-lane plans up to 1024 rows, as before 4899f73 (1536 since)).
 // Variants tried and removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
 // runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
-// in 64-512-thread blocks (again in session 8: 4 or 8 in 512-thread blocks, where the
+// in 64-512-thread blocks (again before d5825ea: 4 or 8 in 512-thread blocks, where the
 // library's 8 in 256-thread blocks won); block rows with 4-8 vectors per thread in 2-3 blocks
 // per SM, staged rows copied by 128-512 threads or in 4-8 pipelined groups or bulk chunks)
 // are in results/kernel_notes.md.

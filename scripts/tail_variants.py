@@ -92,15 +92,15 @@ CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "fl
 # Cases 120-139 (run51): few long bf16 rows, each row count at four lengths; 140 one of them in fp16.
 CASES += [((rows, cols), "bfloat16") for rows in (32, 128, 200, 264, 400) for cols in (16384, 36864, 49152, 81920)]
 CASES += [((128, 36864), "float16")]
-# Cases 141-148 (session 18): fp32 warp-per-row rows that start mid-vector, in the staged kernel's domain.
+# Cases 141-148 (c9fe33f's rule): fp32 warp-per-row rows that start mid-vector, in the staged kernel's domain.
 CASES += [((1024, 3001), "float32"), ((1024, 2049), "float32"), ((700, 4099), "float32"), ((512, 5001), "float32"),
           ((1024, 5001), "float32"), ((256, 8001), "float32"), ((640, 6001), "float32"), ((1024, 4095), "float32")]
-# Cases 149-152 (session 19): fp32 staged rows below 128 rows (whole rows, mid-vector).
+# Cases 149-152 (6726213's kernel): fp32 staged rows below 128 rows (whole rows, mid-vector).
 CASES += [((16, 7000), "float32"), ((7, 8188), "float32"), ((33, 4097), "float32"), ((100, 3001), "float32")]
-# Cases 153-158 (session 21): fp32 warp-per-row rows past 1024 rows that the deep kernel takes.
+# Cases 153-158 (4899f73's limit): fp32 warp-per-row rows past 1024 rows that the deep kernel takes.
 CASES += [((2048, 4096), "float32"), ((4096, 2048), "float32"), ((1536, 6000), "float32"), ((3000, 8000), "float32"),
           ((2048, 3000), "float32"), ((1025, 4096), "float32")]
-# Cases 159-163 (session 21): fp32 warp rows of 1025-1536 rows, which the staged and split-lane plans take since.
+# Cases 159-163 (4899f73's limit): fp32 warp rows of 1025-1536 rows, which the staged and split-lane plans take since.
 CASES += [((1200, 5000), "float32"), ((1280, 8000), "float32"), ((1100, 2500), "float32"), ((1536, 3000), "float32"),
           ((1300, 4097), "float32")]
 

@@ -20,7 +20,7 @@ under four methods and three of them again taken in turn, all in one process:
   ours 3-9% behind at 1024 x 8192 fp32 where taken in turn the two tied
   (results/kernel_notes.md). The rounds come in PASSES passes over every point, spread
   over the run: one block of rounds put ours 0.86 us behind and, seconds later on the same
-  values, 0.67 ahead (bf16 16384 x 8192, results/tail_variants/run73), a drift between
+  values, 0.67 ahead (bf16 16384 x 8192), a drift between
   blocks that rounds within one block do not see. Each of those rows also gives ours
   minus Inductor round by round, pooled over the passes: the median difference, its
   distribution-free 95% interval (timing.median_interval), each pass's median, and a
@@ -211,7 +211,7 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
 
 
 # The readers of a point's bytes that a floor claim must beat, taken in turn after a read
-# flush in one process (session 24): ours and the same plan unwarmed, Inductor's tail (also
+# flush in one process: ours and the same plan unwarmed, Inductor's tail (also
 # tuned: INDUCTOR_TUNED), ATen's row sum, cuBLAS's product with a vector of ones, a read of
 # the bytes in any order and an empty kernel on the rows' grid (tail_variants' variants 81,
 # 10 and 9).
@@ -297,7 +297,7 @@ def ncu_target(shape=(1024, 8192), rounds: int = NCU_ROUNDS) -> None:
         fn(y)
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
-    for _ in range(rounds):  # in turn, so that any drift over the session hits all alike
+    for _ in range(rounds):  # in turn, so that any drift over the run hits all alike
         for fn in fns.values():
             fn(y)
     torch.cuda.synchronize()

@@ -24,8 +24,8 @@ __global__ void __launch_bounds__(512) wait_probe_kernel(unsigned long long* out
   out[2 * blockIdx.x + 1] = static_cast<unsigned long long>(c1 - c0);
 }
 
-// The session-29 warming gate's test in isolation (results/microbench/session29/
-// warm_gate_kinds.patch, kind 2): thread 0 of each of the first SMs' blocks watches for the
+// The test of the warming gate without a record in isolation (its patch, warm_gate_kinds.patch,
+// kind 2, is in git history before e0d796b; results/kernel_notes.md, the warming gate): thread 0 of each of the first SMs' blocks watches for the
 // second warp's griddepcontrol.wait to return, for at most `limit` cycles. out per block:
 // whether it gave up, and the cycles it watched. kHow: 0 the patch's form (a volatile flag,
 // the two warps met at a named barrier); 1 the block met at __syncthreads; 2 the flag read and

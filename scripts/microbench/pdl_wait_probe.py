@@ -6,7 +6,7 @@ SM cycles). It runs after each of: nothing (the GPU idle), the read flush that b
 vs_inductor take (a spin, then torch.max over 256 MB), KernelBench's write flush (fill of 256
 MB), and the library's own tail at 1024 x 8192 fp32, each followed by an event as the timed
 rounds have. Prints, per case, the quartiles over runs of the first SMs' blocks' wait and of
-all blocks'. Then the test of session 29's gate without a record (its second warp waits and
+all blocks'. Then the test of the warming gate without a record (its second warp waits and
 sets a shared flag; thread 0 watches for it at most 800 cycles) alone, in three forms, after
 the same four: how many of those blocks gave up, and the cycles watched.
 
@@ -72,7 +72,7 @@ def main() -> int:
                                  "first_blocks_wait_cycles_quartiles": quartiles(first_cycles)}
         print(f"{name:24s} first {sms} blocks' wait (median per run; quartiles over 60 runs): {quartiles(first)} ns, "
               f"{quartiles(first_cycles)} cycles; all blocks {quartiles(every)} ns", flush=True)
-    # The session-29 gate's test alone, in three forms, after each of the same.
+    # The record-free gate's test alone, in three forms, after each of the same.
     gate_out = torch.zeros(BLOCKS, 2, dtype=torch.int64, device=dev)  # per block: gave up, cycles watched
     report["gate"] = {}
     for how, form in enumerate(("volatile flag, named barrier", "volatile flag, __syncthreads", "shared atomics")):

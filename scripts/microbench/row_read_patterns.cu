@@ -2,8 +2,8 @@
 // kernel reads one fp32 row per 512-thread block, all of a round's loads issued before any is
 // used, and sums it in any order; beside them the library's own choice for the shape and its
 // block-per-row lean_rows_kernel (on warp-per-row shapes not the reference's order: a timing
-// reference only). Exploratory, the record of results/kernel_notes.md's session 18 and 20
-// figures; the library's kernels live in kernels/.
+// reference only). Exploratory, the record of results/kernel_notes.md's figures on the
+// floor and on long rows split across blocks; the library's kernels live in kernels/.
 //
 //   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
 //        -o row_read_patterns scripts/microbench/row_read_patterns.cu
@@ -158,7 +158,7 @@ constexpr int kMaxFreeBlocks = 1 << 16;
 // it a thread past the last whole round reads its remaining words one at a time, a memory
 // latency each: on the fixed grids (kBlocksPerSm > 0) whose U does not divide a thread's
 // share, that is most of the read (1024 x 8192 fp32 on 4 x 132 blocks of 512, U 8: 7.76 words
-// a thread, no whole round for three in four threads). Session 20's fixed grids were of that kind.
+// a thread, no whole round for three in four threads). The first fixed grids measured were of that kind.
 // kMinBlocks: the blocks per SM the grid keeps resident; without it ptxas held these kernels at
 // 32 registers and so at most 4 of a round's 16-byte loads in flight, whatever U (the
 // predicated kernels ask for it).
@@ -233,7 +233,7 @@ void launch_empty_per_sm(const void*, int64_t, int, int, void*) {
 // hands the accumulators on through global memory; the last piece ends the row as
 // lean_rows_kernel ends a block row (lean_block_row_store). The same additions in the same
 // order as the library's kernel, in blocks of 1 / kPieces of the row: free reads in small
-// blocks were faster in single calls than in a row's worth per block (session 20). Blocks take
+// blocks were faster in single calls than in a row's worth per block. Blocks take
 // (row, piece) from a ticket in the order they start, so a piece's predecessor has always
 // started (the wait ends); the hand-over flags carry the launch's tag, so they need no reset.
 // Aligned rows of exactly S * kPieces vectors per thread only.

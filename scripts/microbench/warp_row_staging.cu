@@ -1,18 +1,18 @@
 // Standalone microbenchmark: how should an fp32 warp-per-row plan of long rows (128-1024 rows
-// of 2049-8160 columns) bring its row on chip? Session 19 measured the library's staged kernel
+// of 2049-8160 columns) bring its row on chip? It measures the library's staged kernel
 // (one bulk copy per row into shared memory, 32 threads adding; `staged_bulk1`) and its
 // split-lane kernel (128 threads, each with up to 64 four-byte loads in registers) against:
 // the split-lane additions fed from shared memory, the row copied by many threads' 16-byte
 // cp.async or by one or several bulk copies (`sls_bulk1`: the library's staged rows since
-// 6726213, so `library` is that kernel where it was `staged_bulk1` in the session's runs); 16-byte
+// 6726213, so `library` is that kernel where it was `staged_bulk1` in the first runs); 16-byte
 // loads transposed within quads of threads; the split-lane kernel at fewer blocks per SM.
-// Session 20 added 8-byte loads holding two chains, one exchange between neighbouring threads
+// Then 8-byte loads holding two chains, one exchange between neighbouring threads
 // (`pair_u*`), and the staged row consumed piece by piece as its bulk copies land
-// (`piecewise*`); session 21 the row staged through registers (`regstage*`) and
+// (`piecewise*`), and the row staged through registers (`regstage*`) and
 // KB14_OUT_PER_CALL. Every case adds in the reference's order, so their outputs are compared bit for bit with the
 // library's. Inductor's kernel (inexact here) joins the cases with KB14_TRITON_CUBIN and its
 // companions (inductor_cubin.py writes them). Exploratory, the record of
-// results/kernel_notes.md's session 19 figures.
+// results/kernel_notes.md's figures on fp32 warp rows.
 //
 //   nvcc -O3 -arch=sm_90 --fmad=false -DKB14_TORCH_VERSION=211 -Ikernels \
 //        -o warp_row_staging scripts/microbench/warp_row_staging.cu
