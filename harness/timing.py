@@ -136,7 +136,7 @@ def make_backend(device: torch.device, flush_bytes: int | None = None) -> Backen
             # Queued calls are timed by events that run when the GPU reaches them: a caller
             # whose host work per call outlasts the flush's ~60 us lets the queue drain, and
             # its events then time the host too (Inductor's tail at 1024 x 8192 read 50-95 us
-            # for an 11 us kernel, results/tail_variants/run74). The spin keeps the GPU ahead.
+            # for an 11 us kernel). The spin keeps the GPU ahead.
             torch.cuda._sleep(CUDA_SPACER_CYCLES)
             return buf.max()
 
@@ -280,7 +280,7 @@ def round_order(names: Sequence, r: int) -> list:
     (Williams'), so that over n rounds (2n for an odd count n) each function takes each place
     equally often and follows each other function equally often. A call can inherit its
     predecessor's state (an idle GPU behind a host-bound call, measured at 0.2 us on a
-    120 us call, results/tail_variants/run65): a plain rotation keeps every function behind
+    120 us call): a plain rotation keeps every function behind
     the same neighbour and turns that into a bias."""
     n = len(names)
     row = [0] + [(j + 1) // 2 if j % 2 else n - j // 2 for j in range(1, n)]  # 0, 1, n-1, 2, n-2, ...

@@ -769,8 +769,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   // should_reduce_tail); the head is added first, the tail after the vectors. A block row
   // reads both while the vectors fly, and takes their quotients only once all three are
   // asked for: read after the vectors, the tail kept the first warp, and so the whole block,
-  // one more memory latency (results/kernel_notes.md, session 17); its quotient taken at
-  // once held the head's load back by another (session 24). Warp rows read the tail after
+  // one more memory latency (results/kernel_notes.md); its quotient taken at
+  // once held the head's load back by another (fixed in bf8b046). Warp rows read the tail after
   // the vectors (early, it spilled the wide kernel).
   const bool owns_edges = kShifted && (kWarpRows || warp == 0);
   const auto owns_head = [&] { return owns_edges && geo.shift > 0 && lane >= geo.shift && lane < V; };
@@ -821,7 +821,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
 // nothing held in registers; on sm_90 one bulk copy unless kBulkCopy is false:
 // warp_staged_copy), then each lane adds its own in the reference's order from there,
 // exactly as lean_rows_kernel's warp rows do. The library's fp32 staged rows take
-// split_lane_rows_kernel's staged form instead since session 19 (the same copy, 128 threads
+// split_lane_rows_kernel's staged form instead (the same copy, 128 threads
 // adding); this one stays for comparisons (scripts/tail_variants.cu, variants 38 and 44).
 template <typename scalar_t, int V, bool kPdl, bool kShifted, bool kPackedMul, bool kBulkCopy = true>
 __global__ void __launch_bounds__(kWarp) staged_warp_rows_kernel(LeanArgs<scalar_t> a) {
@@ -934,8 +934,8 @@ __device__ __forceinline__ void split_lane_store(float acc, int t, int lane, flo
 // kStaged: the row's whole vectors are first copied into shared memory (one bulk copy
 // on sm_90, the staged kernel's; before, each thread copies vectors t, t + 128, ...), and each
 // thread adds its elements from there: the staged kernel's copy with 128 threads adding
-// instead of 32 (U unused). Against staged_warp_rows_kernel (results/kernel_notes.md,
-// session 19), back to back 0.08-0.24 us faster at 512-1024 rows of 4096-5001 columns and
+// instead of 32 (U unused). Against staged_warp_rows_kernel (results/kernel_notes.md),
+// back to back 0.08-0.24 us faster at 512-1024 rows of 4096-5001 columns and
 // 0.17-0.22 at 16 x 7000 and 64 x 8000, within 0.05 at 1024 x 2049-3001 and 100-256 x 3000;
 // single calls after a read flush 0.06-0.22 faster at four of five shapes, a tie at 1024 x 3000.
 // The library stages fp32 rows only: 16-bit rows staged were slower than unstaged (run91).
@@ -1214,7 +1214,7 @@ bool deep_warp_rows_pay(int rows, int cols) {
 // 16-bit rows where the deep kernel would go take split_lane_rows_kernel instead (two of a
 // lane's eight accumulators a thread, 4-byte loads, 128 threads a row): 16 loads in flight
 // where a thread's share of the row passes 8 words (rows of more than 2048 columns), else 8.
-// Measured (results/kernel_notes.md, session 21; bits equal), us, deep kernel / this, back
+// Measured (results/kernel_notes.md; bits equal), us, deep kernel / this, back
 // to back (tail_variants run90): bf16 1024 x 7000 5.95 / 5.27 (Inductor's inexact tail
 // 5.37), 1024 x 4096 3.93 / 3.59, 512 x 4096 2.96 / 2.63, 4096 x 4096 9.51 / 8.86, 1024 x
 // 1024 2.20 / 2.12, 129 x 1031 2.07 / 1.58, fp16 2048 x 2048 3.76 / 3.50; single calls in
@@ -1235,13 +1235,13 @@ int split_lane_16bit_loads(int rows, int cols) {
 
 // Up to max_rows rows (LeanOptions::staged_max_rows) of more vectors per lane than the deep
 // kernel keeps in flight (fp32: over 2048 columns), its lanes would wait on memory twice or
-// more: there the staged kernel puts the whole row in flight at once (since session 19 in
+// more: there the staged kernel puts the whole row in flight at once (in
 // split_lane_rows_kernel's staged form; the figures below are staged_warp_rows_kernel's).
 // Measured back to back with the bulk copy (results/kernel_notes.md), us, against per-lane
 // copies: 128 x 6000 2.75 -> 2.63, 512 x 8000 7.42 -> 5.84, 1024 x 4096 6.61 -> 5.55; against
 // the deep kernel: 1024 x 3000 4.95 -> 4.63. Slower in 16-bit types (1024 x 7000 bf16: 5.94 ->
 // 6.40, and 5.83 against the 16-bit split lanes' 5.27 in run91), so launch_lean_shape takes it
-// for fp32 only. Up to 1024 rows before session 21; past them the deep kernel left the SMs short
+// for fp32 only. Up to 1024 rows at first; past them the deep kernel left the SMs short
 // of rows in flight up to 1536 (tail_variants run92, back to back: 1025 x 4096 6.02 against the
 // staged kernel's 5.38, 1536 x 6000 11.64 against 64 split-lane loads' 9.91), and from 2048 rows
 // it ties or wins (2048 x 4096 9.06 against 8.93 staged, 2048 x 3000 7.12 against 7.43, 4096 x
@@ -1266,7 +1266,7 @@ bool staged_warp_rows_pay(int rows, int cols, int max_rows) {
 // back, 0.42 faster after a read flush; 1024 x 3001 mixed), and at longer shifted rows the
 // rule below picked the faster kernel at all five measured (700 x 4099, 512 x 5001: staged;
 // 1024 x 5001, 640 x 6001, 256 x 8001: split). The aligned rows were measured back to back at
-// 44 shapes (results/kernel_notes.md, sessions 10 and 11; where
+// 44 shapes (results/kernel_notes.md; where
 // the staged kernel wins back to back, 48 loads were 0.2-0.5 us faster under KernelBench's
 // timing, run46); us, staged / 32 / 48 / 64 loads:
 //   * up to 256 rows, the whole row in one round: 48 loads up to a 48-value share per
@@ -1276,7 +1276,7 @@ bool staged_warp_rows_pay(int rows, int cols, int max_rows) {
 //     4.72 / 4.51 / 4.88 / 5.13, 576 x 8000 6.21 / 5.62 / 7.57 / 6.22), else 48 up to 384 rows
 //     (320 x 6000 3.62 / 3.78 / 3.47 / 3.98) and the staged kernel beyond (480 x 5500
 //     4.32 / 4.51 / 4.73 / 4.72, 512 x 5000 4.15 / 4.61 / 4.66 / 4.57);
-//   * 577-1024 rows (since session 21 up to kStagedMaxRows), one round: 64 loads above a
+//   * 577-1024 rows (up to kStagedMaxRows), one round: 64 loads above a
 //     40-value share (620 x 8000 6.56 / 7.27 / 7.64 / 6.29, 768 x 6000 6.38 / 7.41 / 6.33 /
 //     6.17); up to it 48 above 768 rows (1024 x 5000 6.90 / 7.37 / 6.48 / 6.70), else the
 //     staged kernel (700 x 4100 4.45 / 5.18 / 4.73 / 5.22).
@@ -1365,7 +1365,7 @@ inline uint32_t next_launch_serial() {
 }
 
 // Rows of one chunk (8192 columns) take the loop-free kernel: measured faster there in every
-// type (results/kernel_notes.md, sessions 5 and 9).
+// type (results/kernel_notes.md).
 template <typename scalar_t, int V, LeanLoad kLoad, bool kPdl>
 cudaError_t launch_lean_shape(const LeanArgs<scalar_t>& a, bool warp_rows, const DeviceShape& prop, const LeanOptions& opt,
                               cudaStream_t stream) {
