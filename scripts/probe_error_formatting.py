@@ -131,8 +131,12 @@ def main() -> int:
                         help="link the probe as kernels/jit.py links the library (the fix)")
     parser.add_argument("--check", action="store_true", help="exit 1 if any case crashed")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kb14probe_") as tmp:  # no build left behind
+        return probe(Path(tmp), args)
+
+
+def probe(build_dir: Path, args) -> int:
     import torch
-    build_dir = Path(tempfile.mkdtemp(prefix="kb14probe_"))
     library = build(build_dir, args.library_link)
     facts = {"torch": torch.__version__, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
              "library_link": args.library_link}
