@@ -473,7 +473,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 
 // The library's two tiles (BM x BN x BK, blocks per SM its register cap allows) and the
 // row count where one hands over to the other: scripts/experiments/gemm_tiles.py measured
-// them against the others (results/hybrid.md).
+// them against the others (results/kernel_notes.md, "The hybrid").
 constexpr int kFewBM = 128, kFewBN = 128, kFewBK = 16, kFewMinBlocks = 1;
 constexpr int kManyBM = 128, kManyBN = 128, kManyBK = 8, kManyMinBlocks = 2;
 constexpr double kManyFrom = 0.375;  // share of the rows above which the many-rows tile runs

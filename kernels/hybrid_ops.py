@@ -26,7 +26,7 @@ small against that band. The error is predictable:
   reference's.
 
 The predicted sigma was checked against measured errors over input distributions and
-shapes (scripts/hybrid_evidence.py; results/hybrid.md).
+shapes (scripts/hybrid_evidence.py; results/kernel_notes.md, "The hybrid").
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ ORDER_PROBE = torch.ops.kb14.gemm_order_probe.default
 
 # One rounding to nearest of v: variance KAPPA * v^2 (log-uniform mantissa; see above).
 KAPPA = 2.0**-46 * (0.75 / (2 * math.log(2))) / 12
-# Safety factor on the predicted standard deviation (measured rms(err / sigma): 0.69-0.99, results/hybrid.md).
+# Safety factor on the predicted standard deviation (measured rms(err / sigma): 0.69-0.99, kernel_notes.md).
 SIGMA_FACTOR = 1.1
 # The check the selection is sized for: KernelBench's fp32 tolerance, five trials a check,
 # at most one failing check in 1e9 (union bound over every approximate row of the trials).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU evidence the README and results/hybrid.md cite, in order of priority, on one GPU:
+# The GPU evidence the README and results/kernel_notes.md cite, in order of priority, on one GPU:
 #   KB14_COMMIT=$(git rev-parse --short HEAD) bash scripts/gpu_evidence.sh OUT_DIR [seconds]
 # Each step writes into OUT_DIR and the folder is packed into OUT_DIR.tgz after each step, so
 # that a run cut short still returns what it finished. Steps past the time budget are skipped.
