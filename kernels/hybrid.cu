@@ -56,11 +56,10 @@ struct StatsArgs {
   double* z;      // (M,) margin / sigma (-inf: must be exact)
 };
 
-__device__ __forceinline__ double block_sum(double v, double* shared, int slot) {
+__device__ __forceinline__ void block_sum(double v, double* shared, int slot) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) shared[slot * (kStatsThreads / 32) + warp] = v;
-  return v;
 }
 
 constexpr int kStatsRows = 4;  // rows per block: each vector element read once serves them all

@@ -127,7 +127,11 @@ def weight_statistics(weight: torch.Tensor, chunk_rows: int = 1024) -> WeightSta
 def predicted_sigma(x: torch.Tensor, stats: WeightStatistics, scale: float, hidden: int) -> torch.Tensor:
     """The model's standard deviation of (reference - exact) per row, fp64, before
     SIGMA_FACTOR: the plain-torch twin of kb14::hybrid_rows' arithmetic."""
-    x = x.double()
+    return _row_terms(x.double(), stats, scale, hidden)[1]
+
+
+def _row_terms(x: torch.Tensor, stats: WeightStatistics, scale: float, hidden: int):
+    """(x @ colsum, sigma before SIGMA_FACTOR) for an fp64 x."""
     c, beta, omega, beta1, omega1 = stats.vectors.to(x.device)
     g = dict(zip(SCALARS, stats.scalars.to(x.device)))
     m = x.mean(1)
@@ -138,21 +142,22 @@ def predicted_sigma(x: torch.Tensor, stats: WeightStatistics, scale: float, hidd
     ysum = x @ c
     out = scale * ysum
     var = KAPPA * (scale * scale * (q.clamp(min=0) + tail_depth(hidden) * (ysq.clamp(min=0) + ysum * ysum)) + out * out)
-    return var.sqrt()
+    return ysum, var.sqrt()
 
 
 def select_reference(x: torch.Tensor, stats: WeightStatistics, scale: float, hidden: int,
                      atol: float = ATOL, rtol: float = RTOL, budget: float = BUDGET,
                      sigma_factor: float = SIGMA_FACTOR) -> tuple[torch.Tensor, torch.Tensor]:
     """(approx fp32 (M, 1), exact-row mask (M,)) in plain torch: what kb14::hybrid_rows decides."""
-    ysum = x.double() @ stats.colsum.to(x.device)
+    x = x.double()
+    ysum, sigma = _row_terms(x, stats, scale, hidden)
     approx = (scale * ysum).float()
-    sigma = sigma_factor * predicted_sigma(x, stats, scale, hidden)
+    sigma = sigma_factor * sigma
     mag = approx.double().abs()
     half_ulp = torch.where(mag > 0, torch.ldexp(torch.ones_like(mag), torch.floor(torch.log2(mag)) - 24),
                            torch.full_like(mag, 2.0**-150))
     norm_c = stats.scalars[SCALARS.index("colsum_norm_sq")].to(x.device)
-    fp64_error = abs(scale) * x.shape[1] * 2.0**-53 * ((x.double() ** 2).sum(1) * norm_c).sqrt()
+    fp64_error = abs(scale) * x.shape[1] * 2.0**-53 * ((x * x).sum(1) * norm_c).sqrt()
     margin = (atol + rtol * mag) / (1 + rtol) - half_ulp - fp64_error
     z = margin / sigma
     z = torch.where(margin > 0, z, torch.full_like(z, -math.inf)).nan_to_num(nan=-math.inf)
@@ -181,14 +186,6 @@ def rows_gemm(x: torch.Tensor, weight: torch.Tensor, rows: torch.Tensor, count: 
     """y (M, N): y[r] = x[r] @ W.T for r in rows[:count] (one FMA chain per output, k
     ascending), zeros in the other rows. rows: a permutation of range(M) (int32)."""
     return ROWS_GEMM(x, weight, rows, count)
-
-
-def rows_gemm_reference(x: torch.Tensor, weight: torch.Tensor, rows: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """The same in plain torch (cuBLAS's matmul): equal bits wherever calibrate() says so."""
-    y = torch.zeros(x.shape[0], weight.shape[0], dtype=x.dtype, device=x.device)
-    chosen = rows[: int(count.item())].long()
-    y[chosen] = torch.matmul(x, weight.T)[chosen]
-    return y
 
 
 def _check_hybrid_rows(x, *_):
@@ -236,9 +233,8 @@ schema._first_use_kernel("gemm_order_probe", _check_probe)
 ORDER_FAMILY = tuple((s, t, tree) for s in (2, 4, 8, 16) for t in (4, 8, 16, 32, 64, 128, 256) for tree in (False, True))
 SAMPLES = 4096
 
-_orders: dict[str, dict] = {}
 _orders_lock = threading.Lock()
-_warned: set[str] = set()
+_warned: set[tuple] = set()
 
 
 def _orders_path():
@@ -314,15 +310,19 @@ _decisions: dict[tuple, dict] = {}
 _fast_orders: dict[tuple, dict] = {}
 
 
+def _fast_key(x: torch.Tensor, weight: torch.Tensor) -> tuple:
+    """order_key's content without its device query and formatting: asked on every eager forward."""
+    return (layout_key(x, weight), x.data_ptr() % 16, weight.data_ptr() % 16, torch.backends.cuda.matmul.allow_tf32,
+            torch.get_float32_matmul_precision(), os.environ.get("CUBLAS_WORKSPACE_CONFIG", ""))
+
+
 def calibrated_order(x: torch.Tensor, weight: torch.Tensor) -> dict | None:
     """The order found for x @ weight.T's shape and layout (memory, then disk, then a new
     calibration); None where it cannot be found now (under graph capture, or under
     torch.compile for a layout no eager call has seen)."""
     if torch.compiler.is_compiling():
         return _decisions.get(layout_key(x, weight))
-    # Every eager forward asks: a cheap key first (order_key formats device properties).
-    fast = (layout_key(x, weight), x.data_ptr() % 16, weight.data_ptr() % 16, torch.backends.cuda.matmul.allow_tf32,
-            torch.get_float32_matmul_precision(), os.environ.get("CUBLAS_WORKSPACE_CONFIG", ""))
+    fast = _fast_key(x, weight)
     found = _fast_orders.get(fast)
     if found is not None:
         return found
@@ -336,13 +336,8 @@ def calibrated_order(x: torch.Tensor, weight: torch.Tensor) -> dict | None:
 
 def _calibrated_order(x: torch.Tensor, weight: torch.Tensor) -> dict | None:
     key = order_key(x, weight)
-    found = _orders.get(key)
-    if found is not None:
-        return found
     with _orders_lock:
-        if key in _orders:
-            return _orders[key]
-        found = _load_disk().get(key)
+        found = _fast_orders.get(_fast_key(x, weight)) or _load_disk().get(key)
         if found is None:
             if torch.cuda.is_current_stream_capturing():
                 return None
@@ -353,15 +348,16 @@ def _calibrated_order(x: torch.Tensor, weight: torch.Tensor) -> dict | None:
                 with torch.no_grad():
                     found = find_order(x.shape[0], x.shape[1], weight.shape[0], x.device, x.stride())
             _save_disk(key, found)
-        _orders[key] = found
     return found
 
 
-def warn_fallback(key: str, found: dict | None) -> None:
-    """Say once per key that the hybrid runs ModelNew's path, and why."""
-    if key in _warned or torch.compiler.is_compiling():
+def warn_fallback(x: torch.Tensor, weight: torch.Tensor, found: dict | None) -> None:
+    """Say once per shape and layout that the hybrid runs ModelNew's path, and why."""
+    fast = _fast_key(x, weight)
+    if fast in _warned:
         return
-    _warned.add(key)
+    _warned.add(fast)
+    key = order_key(x, weight)
     why = "no order is calibrated yet (call the model once eagerly before capture or compile)" if found is None \
         else f"torch.matmul's order at this shape is '{found['order']}', which rows_gemm does not reproduce"
     warnings.warn(f"ModelNewHybrid: {why}; taking ModelNew's exact path ({key})", stacklevel=3)
