@@ -2,7 +2,8 @@
 # The GPU evidence the README and results/kernel_notes.md cite, in order of priority, on one GPU:
 #   KB14_COMMIT=$(git rev-parse --short HEAD) bash scripts/gpu_evidence.sh OUT_DIR [seconds]
 # Each step writes into OUT_DIR and the folder is packed into OUT_DIR.tgz after each step, so
-# that a run cut short still returns what it finished. Steps past the time budget are skipped.
+# that a run cut short still returns what it finished. Steps past the time budget are skipped;
+# STEPS="name name ..." runs only the steps named.
 set -u
 out=${1:?usage: gpu_evidence.sh OUT_DIR [seconds]}
 budget=${2:-3600}
@@ -12,8 +13,16 @@ export PYTHONUNBUFFERED=1
 pack() { tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"; }
 step() {  # step NAME command...: runs it unless the budget is spent, logs to OUT_DIR/NAME.log
   local name=$1; shift
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return; fi
   if (( $(date +%s) - start > budget )); then echo "skipped $name (budget)" | tee -a "$out/skipped.txt"; return; fi
-  echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
+  echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; step too_big bash -c "python3 check.py --reference tests/problems/kernelbench/19_ReLU.py:Model \
+  --model tests/problems/kernelbench/19_ReLU_clamp.py --set batch_size=65536; echo status \$?"
+step realsize_batch python3 check.py --problems tests/problems/kernelbench --json "$out/kernelbench_batch.json"
+step relu_bench python3 bench.py --reference tests/problems/kernelbench/19_ReLU.py:Model \
+  --model tests/problems/kernelbench/19_ReLU_clamp.py:ModelNew --no-compile --json "$out/relu_bench.json"
+step side_stream_bench python3 bench.py --reference tests/problems/softmax.py:Model --model tests/cheats/side_stream.py:ModelNew \
+  --set batch_size=4096 --set dim=4096 --no-compile --json "$out/side_stream_bench.json"
+pack
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
@@ -33,8 +42,19 @@ cheats_batch() {  # every cheat beside its problem, strict, in batch mode
 }
 step cheats_batch cheats_batch
 step gpu_tests python3 -m pytest -q -rs tests/test_hybrid.py tests/test_export.py
+step export_check bash -c "python3 check.py --model $out/kernelbench_l2_14_modelnew_fp32.py:ModelNew --json $out/export_check_modelnew.json && \
+  python3 check.py --model $out/kernelbench_l2_14_modelnewhybrid_fp32.py:ModelNew --json $out/export_check_hybrid.json"
+step checker_tests python3 -m pytest -q -rs tests/test_check.py tests/test_batch.py tests/test_problems.py \
+  tests/test_integer_inputs.py tests/test_bench_problems.py
 step relu_strict python3 check.py --reference tests/problems/kernelbench/19_ReLU.py:Model \
   --model tests/problems/kernelbench/19_ReLU_clamp.py --strict --strict-seed 1 --json "$out/relu.json"
 step batchnorm_strict python3 check.py --reference tests/problems/kernelbench/33_BatchNorm.py:Model \
   --model tests/problems/kernelbench/33_BatchNorm_functional.py --strict --strict-seed 1 --json "$out/bn.json"
+step too_big bash -c "python3 check.py --reference tests/problems/kernelbench/19_ReLU.py:Model \
+  --model tests/problems/kernelbench/19_ReLU_clamp.py --set batch_size=65536; echo status \$?"
+step realsize_batch python3 check.py --problems tests/problems/kernelbench --json "$out/kernelbench_batch.json"
+step relu_bench python3 bench.py --reference tests/problems/kernelbench/19_ReLU.py:Model \
+  --model tests/problems/kernelbench/19_ReLU_clamp.py:ModelNew --no-compile --json "$out/relu_bench.json"
+step side_stream_bench python3 bench.py --reference tests/problems/softmax.py:Model --model tests/cheats/side_stream.py:ModelNew \
+  --set batch_size=4096 --set dim=4096 --no-compile --json "$out/side_stream_bench.json"
 pack
