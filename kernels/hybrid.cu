@@ -30,7 +30,7 @@ namespace kb14 {
 namespace hybrid_cuda {
 
 // ---------------------------------------------------------------------------
-// Row statistics: one block per row, fp64 sums of x against the weight's vectors
+// Row statistics: kStatsRows rows a block, fp64 sums of x against the weight's vectors
 // (hybrid_ops.WeightStatistics: colsum, beta, omega, beta_last, omega_last).
 // ---------------------------------------------------------------------------
 constexpr int kStatsThreads = 256;
@@ -54,6 +54,7 @@ struct StatsArgs {
   double atol, rtol;
   float* approx;  // (M,) fp32: the column-sum answer, rounded once
   double* z;      // (M,) margin / sigma (-inf: must be exact)
+  double* risk;   // (M,) P(|N(0,1)| > z)
 };
 
 __device__ __forceinline__ void block_sum(double v, double* shared, int slot) {
@@ -134,40 +135,30 @@ __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, i
   double z = margin / sigma;
   if (!(margin > 0) || !in_range || !isfinite(out) || isnan(z)) z = -INFINITY;
   a.z[row] = z;
+  a.risk[row] = erfc(z * M_SQRT1_2);  // P(|N(0,1)| > z); 2 for z = -inf
 }
 
 // ---------------------------------------------------------------------------
 // The cut: row i keeps the column-sum answer when the risks of the rows at least as safe
 // (z_j >= z_i, i itself included) add up to at most the budget; so the kept rows' summed
-// risk, a union bound on any of them failing, is within the budget. One thread a row
-// sums over every row (M is a batch size); then one block compacts the rows to compute
-// into rows[0:count] (ascending), followed by the kept rows, deterministically.
+// risk, a union bound on any of them failing, is within the budget. One warp a row sums
+// over every row (M is a batch size) in a fixed order; then one block compacts the rows to
+// compute into rows[0:count] (ascending), followed by the kept rows, deterministically.
 // ---------------------------------------------------------------------------
 constexpr int kCutThreads = 256;
 constexpr int kCompactThreads = 1024;
 
 __global__ void __launch_bounds__(kCutThreads)
-    risk_kernel(const double* __restrict__ z, double* __restrict__ risk, int64_t M) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kCutThreads + threadIdx.x;
-  if (i < M) risk[i] = erfc(z[i] * M_SQRT1_2);  // P(|N(0,1)| > z); 2 for z = -inf
-}
-
-__global__ void __launch_bounds__(kCutThreads)
     cut_kernel(const double* __restrict__ z, const double* __restrict__ risk, int64_t M, double budget,
                bool* __restrict__ exact) {
-  __shared__ double zs[kCutThreads], rs[kCutThreads];
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kCutThreads + threadIdx.x;
-  const double zi = i < M ? z[i] : 0.0;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * (kCutThreads / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (i >= M) return;
+  const double zi = z[i];
   double above = 0;
-  for (int64_t j0 = 0; j0 < M; j0 += kCutThreads) {
-    __syncthreads();
-    const int64_t j = j0 + threadIdx.x;
-    zs[threadIdx.x] = j < M ? z[j] : -INFINITY;
-    rs[threadIdx.x] = j < M ? risk[j] : 0.0;
-    __syncthreads();
-    for (int t = 0; t < kCutThreads; ++t) above += zs[t] >= zi ? rs[t] : 0.0;
-  }
-  if (i < M) exact[i] = !(zi > -INFINITY && above <= budget);
+  for (int64_t j = lane; j < M; j += 32) above += z[j] >= zi ? risk[j] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) above += __shfl_down_sync(0xffffffffu, above, o);
+  if (lane == 0) exact[i] = !(zi > -INFINITY && above <= budget);
 }
 
 __device__ int32_t block_exclusive_scan(int32_t mine, int32_t* scan, int32_t* total) {
@@ -265,8 +256,8 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) ro
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
   if (count < a.min_count || count > a.max_count) return;  // the other tile's launch has it
-  const int64_t slot0 = static_cast<int64_t>(blockIdx.x) * BM;
-  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * BN;
+  const int64_t slot0 = static_cast<int64_t>(blockIdx.y) * BM;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   if (slot0 >= count) {
     // No gathered row here: zero this tile of the rows that are not computed.
     for (int i = tid; i < BM * BN; i += T) {
@@ -374,7 +365,8 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) ro
 
 template <int BM, int BN, int BK, int kMinBlocks>
 void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(div_up(a.M, BM)), static_cast<unsigned>(div_up(a.N, BN)));
+  // Row tiles in y: the computing tiles (the first rows) are dispatched before the zeroing ones.
+  const dim3 grid(static_cast<unsigned>(div_up(a.N, BN)), static_cast<unsigned>(div_up(a.M, BM)));
   constexpr int threads = GemmTile<BM, BN, BK>::kThreads;
   if (vector) {
     rows_gemm_kernel<BM, BN, BK, kMinBlocks, true><<<grid, threads, 0, stream>>>(a);
@@ -452,17 +444,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   if (M == 0) return {approx, exact, rows, count.zero_()};
   at::Tensor z = at::empty({2, M}, opts.dtype(at::kDouble));  // z, then each row's risk
   auto stream = c10::cuda::getCurrentCUDAStream();
+  double* risk = z.mutable_data_ptr<double>() + M;
   StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, colsum.const_data_ptr<double>(), vectors.const_data_ptr<float>(),
               scalars.const_data_ptr<double>(), scale, kappa, tail_depth, sigma_factor, atol, rtol,
-              approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>()};
+              approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(), risk};
   row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const unsigned blocks = static_cast<unsigned>(div_up(M, kCutThreads));
-  double* risk = z.mutable_data_ptr<double>() + M;
-  risk_kernel<<<blocks, kCutThreads, 0, stream>>>(z.const_data_ptr<double>(), risk, M);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  cut_kernel<<<blocks, kCutThreads, 0, stream>>>(z.const_data_ptr<double>(), risk, M, budget,
-                                                 exact.mutable_data_ptr<bool>());
+  cut_kernel<<<static_cast<unsigned>(div_up(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(z.const_data_ptr<double>(), risk, M, budget,
+                                                                                            exact.mutable_data_ptr<bool>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   compact_kernel<<<1, kCompactThreads, 0, stream>>>(exact.const_data_ptr<bool>(), M, rows.mutable_data_ptr<int32_t>(),
                                                     count.mutable_data_ptr<int32_t>());
@@ -488,8 +477,8 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
   KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device() && w_in.device() == x_in.device(),
              "rows_gemm: x, weight, rows and count must be on one device");
-  KB14_CHECK_VALUE(M <= std::numeric_limits<int32_t>::max() && N <= std::numeric_limits<int32_t>::max(),
-                   "rows_gemm: too many rows");
+  KB14_CHECK_VALUE(div_up(M, kFewBM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
+                   "rows_gemm: too many rows (", M, "; at most ", 65535 * kFewBM, ")");
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
   const at::Tensor w = w_in.stride(1) == 1 ? w_in : w_in.contiguous();

@@ -5,6 +5,7 @@
 # that a run cut short still returns what it finished. Steps past the time budget are skipped;
 # STEPS="name name ..." runs only the steps named.
 set -u
+main() {
 out=${1:?usage: gpu_evidence.sh OUT_DIR [seconds]}
 budget=${2:-3600}
 mkdir -p "$out"
@@ -58,3 +59,6 @@ step relu_bench python3 bench.py --reference tests/problems/kernelbench/19_ReLU.
 step side_stream_bench python3 bench.py --reference tests/problems/softmax.py:Model --model tests/cheats/side_stream.py:ModelNew \
   --set batch_size=4096 --set dim=4096 --no-compile --json "$out/side_stream_bench.json"
 pack
+}
+main "$@"
+exit

@@ -22,8 +22,10 @@ from harness.timing import make_backend, robust_time  # noqa: E402
 from kernels import jit  # noqa: E402
 
 VARIANTS = {0: "library 128x128x16, 1/SM", 1: "split 128x128x16 (8 rows), 1/SM", 2: "split 96x128x16 (6 rows), 1/SM",
-            3: "split 64x128x16 (4 rows), 1/SM", 4: "split 96x128x8 (6 rows), 2/SM", 5: "library 128x128x8, 2/SM"
-}
+            3: "split 64x128x16 (4 rows), 1/SM", 4: "split 96x128x8 (6 rows), 2/SM", 5: "library 128x128x8, 2/SM",
+            6: "narrow 128x128x16 (8x8), 1/SM", 7: "narrow 192x64x16 (12x4), 1/SM", 8: "narrow 192x64x16 (12x4), 2/SM",
+            9: "narrow 192x32x16 (12x4), 2/SM", 10: "narrow 256x64x16 (8x8), 1/SM", 11: "narrow 96x64x16 (12x4), 2/SM",
+            12: "narrow 64x64x16 (8x8), 4/SM", 13: "narrow 128x64x16 (8x8), 2/SM"}
 
 
 def build():
@@ -45,6 +47,9 @@ def main() -> int:
     p.add_argument("--json")
     p.add_argument("--table", help="append the rows to this measurements table (results/measurements.csv's columns)")
     p.add_argument("--shape", type=int, nargs=3, default=[1024, 8192, 8192], metavar=("M", "K", "N"))
+    p.add_argument("--variants", type=int, nargs="*", default=sorted(VARIANTS), help="the variants to time")
+    p.add_argument("--counts", type=int, nargs="*", help="row counts to time (default: all, half, 179, 128, a tenth)")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per variant and count")
     args = p.parse_args()
     op = build()
     m, k, n = args.shape
@@ -57,18 +62,28 @@ def main() -> int:
     perm = torch.randperm(m, device=dev, generator=gen).int()
     rows_all = torch.arange(m, device=dev, dtype=torch.int32)
     counts = {"all rows": (rows_all, m), "half": (perm, m // 2), "179 rows": (perm, 179), "128 rows": (perm, 128), "a tenth": (perm, m // 10)}
+    if args.counts:
+        counts = {f"{c} rows": (rows_all if c == m else perm, c) for c in args.counts}
     out = {"shape": [m, k, n], "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
     cublas = robust_time(lambda: torch.matmul(x, w.T), backend=backend, budget_s=2.0, max_calls=200)
     flop = 2.0 * m * k * n
     out["cublas_ms"] = cublas["median_ms"]
     print(f"cuBLAS all rows: {cublas['median_ms']:.3f} ms, {flop / cublas['median_ms'] / 1e9:.1f} TFLOP/s", flush=True)
-    for v, name in VARIANTS.items():
+    out["cublas_gathered"] = {}
+    for label, (rows, c) in counts.items():  # cuBLAS on the gathered rows alone: its own order, a peer's speed
+        xs = x[rows[:c].long()].contiguous()
+        t = robust_time(lambda: torch.matmul(xs, w.T), backend=backend, budget_s=args.budget, max_calls=200)
+        out["cublas_gathered"][c] = t["median_ms"]
+        print(f"cuBLAS on {c} gathered rows: {t['median_ms']:.3f} ms, {2.0 * c * k * n / t['median_ms'] / 1e9:.1f} TFLOP/s",
+              flush=True)
+    for v in args.variants:
+        name = VARIANTS[v]
         for label, (rows, c) in counts.items():
             count = torch.tensor([c], device=dev, dtype=torch.int32)
             y = op(x, w, rows, count, v)
             chosen = rows[:c].long()
             exact = bool(torch.equal(y[chosen], ref[chosen]))
-            t = robust_time(lambda: op(x, w, rows, count, v), backend=backend, budget_s=2.0, max_calls=200)
+            t = robust_time(lambda: op(x, w, rows, count, v), backend=backend, budget_s=args.budget, max_calls=200)
             rate = 2.0 * c * k * n / t["median_ms"] / 1e9
             out["rows"].append({"variant": name, "rows": label, "count": c, "median_ms": t["median_ms"],
                                 "tflops": rate, "bit_exact": exact,
