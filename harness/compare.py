@@ -80,12 +80,21 @@ def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: flo
     }
 
 
+def evenly_spaced(numel: int, count: int) -> torch.Tensor:
+    """min(count, numel) int64 indices from 0 to numel - 1, evenly spaced, in integer arithmetic
+    (fp32's linspace rounds the last index of 2**30 elements and more up to numel)."""
+    count = min(count, numel)
+    if count <= 1:
+        return torch.zeros(count, dtype=torch.int64)
+    return torch.arange(count, dtype=torch.int64) * (numel - 1) // (count - 1)
+
+
 def fingerprint(t: torch.Tensor) -> tuple:
     """A few numbers that tell two outputs apart without keeping either: shape, dtype, the
     fp64 sum of the finite values, the count of NaN, and 4096 evenly spaced elements.
     Two outputs computed from different inputs never share all of them."""
     flat = t.detach().reshape(-1)
-    picks = torch.linspace(0, max(flat.numel() - 1, 0), min(4096, flat.numel())).long()
+    picks = evenly_spaced(flat.numel(), 4096).to(flat.device)
     return (tuple(t.shape), t.dtype, torch.nansum(flat, dtype=torch.float64).item(), int(flat.isnan().sum()),
             flat[picks].nan_to_num(nan=0.0).clone())
 

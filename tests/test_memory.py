@@ -126,3 +126,15 @@ def test_the_answers_kept_for_replays_stay_within_their_budget(monkeypatch):
     monkeypatch.setattr(strict, "ANSWER_BUDGET_BYTES", 1000)
     answers = {1: torch.zeros(200)}  # 800 bytes
     assert strict.keep_answer(answers, torch.zeros(50)) and not strict.keep_answer(answers, torch.zeros(51))
+
+
+def test_fingerprint_picks_stay_in_bounds_past_fp32s_exact_integers():
+    # 19_ReLU's output has 1,610,612,736 elements: fp32's linspace put its last pick at numel.
+    from harness.compare import evenly_spaced
+
+    for numel in (1, 2, 4095, 4096, 4097, 1_610_612_736, 2**31 + 3):
+        picks = evenly_spaced(numel, 4096)
+        assert picks.dtype == torch.int64 and len(picks) == min(numel, 4096)
+        assert int(picks[0]) == 0 and int(picks[-1]) == numel - 1
+        assert bool((picks[1:] > picks[:-1]).all())
+    assert len(evenly_spaced(0, 4096)) == 0
