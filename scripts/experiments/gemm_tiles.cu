@@ -321,6 +321,8 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 11: launch_narrow<96, 64, 16, 12, 4, 2>(a, s); break;
     case 12: launch_narrow<64, 64, 16, 8, 8, 4>(a, s); break;
     case 13: launch_narrow<128, 64, 16, 8, 8, 2>(a, s); break;
+    case 14: launch_narrow<96, 128, 24, 8, 8, 1>(a, s); break;   // 6 warps, 179 rows in two 96-row tiles
+    case 15: launch_narrow<192, 64, 12, 8, 8, 1>(a, s); break;   // 6 warps, 179 rows in one 192-row tile
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;
