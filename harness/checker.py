@@ -21,7 +21,8 @@ from harness.compare import (SWEEP_TOLS, changed_inputs, compare_outputs, finger
                              pass_at, same_fingerprint)
 from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
-from harness.memory import estimate_bytes, free_device_bytes, refuse_if_too_big
+from harness.memory import (estimate_bytes, free_device_bytes, free_host_bytes, host_bytes, refuse_if_host_too_small,
+                            refuse_if_too_big)
 from harness.strict import (STRICT_REASONS, Watch, finding, keep_answer, new_strict_seed, poison_free_memory,
                             strict_calls, subclass_finding)
 from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS,
@@ -123,14 +124,17 @@ def run_check(
         if dev.type == "cuda":
             refuse_if_too_big(needs, free_device_bytes(dev), str(dev))
             torch.cuda.reset_peak_memory_stats(dev)  # the report's peak is this check's
+        host = host_bytes(needs, dev, torch_dtype)
+        oracle_fits = refuse_if_host_too_small(host, free_host_bytes())
         return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
                           dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs,
-                          (new_strict_seed() if strict_seed is None else strict_seed) if strict else None, needs)
+                          (new_strict_seed() if strict_seed is None else strict_seed) if strict else None, needs,
+                          host, oracle_fits)
 
 
 def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev, dtype,
                torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs=False, strict_seed=None,
-               device_bytes=None) -> dict:
+               device_bytes=None, host_bytes_estimate=None, oracle_fits=True) -> dict:
     make_inputs = ref_module.get_inputs
     overridden = bool(overrides)
 
@@ -155,7 +159,8 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             "overrides": overrides,
             "problem_values": {k: list(v) if isinstance(v, tuple) else v
                                for k, v in {**problem_values(ref_module), **overrides}.items()},
-            "oracle": "closed form (fp64)" if is_this_problem(ref_cls) else "the reference run in float64",
+            "oracle": ("closed form (fp64)" if is_this_problem(ref_cls) else "the reference run in float64"
+                       if oracle_fits else "none: the reference in float64 would not fit in host memory beside the check"),
             "atol": atol,
             "rtol": rtol,
             "kernelbench_tol": kb_tol,
@@ -163,6 +168,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             "strict": strict_seed is not None,
             "strict_seed": strict_seed,
             "device_bytes_estimate": device_bytes,
+            "host_bytes_estimate": host_bytes_estimate,
             "torch_version": torch.__version__,
         },
         "summary": None,
@@ -214,7 +220,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
         if is_this_problem(ref_cls):
             colsum64 = ref_model.weight.sum(0, dtype=torch.float64).cpu()
             oracle_scale = ref_model.scaling_factor
-        else:
+        elif oracle_fits:
             try:
                 oracle_model = copy.deepcopy(ref_model).to(device="cpu", dtype=torch.float64)
             except Exception:  # noqa: BLE001 - no oracle, then; the check goes on
@@ -636,6 +642,8 @@ def format_report(result: dict, max_rows: int = 20) -> str:
         if ro and no:
             lines.append(f"error vs fp64 oracle (rms / max): reference {_g(ro['rms'], 3)} / {_g(ro['max_abs'], 3)}, "
                          f"candidate {_g(no['rms'], 3)} / {_g(no['max_abs'], 3)}")
+        elif str(cfg.get("oracle", "")).startswith("none"):
+            lines.append(f"fp64 oracle: {cfg['oracle']}")
     strict = result.get("strict")
     if strict is not None:
         lines.append(f"strict (strict seed {strict['seed']}): {len(strict['calls'])} extra call(s) on fresh and "

@@ -1,10 +1,12 @@
-"""Device memory: what a check needs, worked out before anything runs.
+"""Memory: what a check needs, worked out before anything runs.
 
 The check keeps on the device one copy of the inputs, the reference's output and the
-candidate's output (and both models' parameters); the pristine inputs, the fp64 oracle,
-the history and the statistics stay on the host. `estimate_bytes` works the sizes out on
-torch's meta device (no memory, no compute); `refuse_if_too_big` stops a problem that
-cannot fit, with the numbers, instead of letting it fail half-way with an OOM.
+candidate's output (and both models' parameters); the pristine inputs, the outputs' host
+copies, the fp64 oracle, the history and the statistics stay on the host. `estimate_bytes`
+works the sizes out on torch's meta device (no memory, no compute); `refuse_if_too_big`
+stops a problem that cannot fit, with the numbers, instead of letting it fail half-way with
+an OOM (on the device, or on the host where the operating system kills the process);
+`host_bytes` says what the host holds, and what the oracle would add.
 """
 
 from __future__ import annotations
@@ -54,6 +56,44 @@ def estimate_bytes(ref_cls: type, init_inputs: list, make_inputs: Callable, dtyp
     params = params or 0
     return {"inputs": input_bytes, "output": output_bytes, "parameters": params, "output_known": output is not None,
             "total": input_bytes + 2 * output_bytes + 2 * params}
+
+
+def host_bytes(estimate: Optional[dict], device: torch.device, dtype: torch.dtype) -> Optional[dict]:
+    """The host bytes of one check: the pristine inputs and both outputs' host copies (on a
+    CPU device, also the device's set: one more input copy and the models' parameters);
+    apart, the fp64 oracle's inputs and output while it runs."""
+    if estimate is None:
+        return None
+    widen = 8 / torch.empty((), dtype=dtype).element_size()
+    check = estimate["inputs"] + 2 * estimate["output"]
+    if device.type == "cpu":  # the device's copies are host memory too (its outputs are the host copies)
+        check += estimate["inputs"] + 2 * estimate["parameters"]
+    return {"check": int(check), "oracle": int(widen * (estimate["inputs"] + estimate["output"] + estimate["parameters"]))}
+
+
+def free_host_bytes() -> Optional[int]:
+    """The memory the operating system says is available (Linux's MemAvailable), or None."""
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def refuse_if_host_too_small(host: Optional[dict], free_bytes: Optional[int]) -> bool:
+    """CheckError when the check's own host bytes exceed `free_bytes`; False when the fp64
+    oracle would not fit beside them (the check then goes on without it), True otherwise."""
+    if host is None or free_bytes is None:
+        return True
+    gib = 2**30
+    if host["check"] > free_bytes:
+        raise CheckError(
+            f"this problem cannot fit in host memory: the check needs {host['check'] / gib:.2f} GiB there (the "
+            f"pristine inputs and the outputs' copies) and {free_bytes / gib:.2f} GiB is available; use smaller sizes "
+            f"(--set NAME=VALUE)")
+    return host["check"] + host["oracle"] <= free_bytes
 
 
 def free_device_bytes(device: torch.device) -> int:

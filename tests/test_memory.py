@@ -1,5 +1,5 @@
-"""Device memory: the estimate a check makes before it runs (on the meta device), the
-refusal of a problem that cannot fit, and what the check keeps on the device."""
+"""Memory: the estimate a check makes before it runs (on the meta device), the refusal of a
+problem that cannot fit on the device or the host, and what the check keeps on the device."""
 
 import sys
 
@@ -42,6 +42,40 @@ def test_a_problem_that_cannot_fit_is_refused_with_its_numbers():
         memory.refuse_if_too_big(est, 4 * 2**30, "cuda:0")
     memory.refuse_if_too_big(est, 8 * 2**30, "cuda:0")  # fits: nothing happens
     memory.refuse_if_too_big(None, 0, "cuda:0")  # no estimate: nothing to refuse on
+
+
+def test_the_host_holds_the_pristine_inputs_and_two_outputs_and_the_oracle_twice_their_fp32_bytes():
+    est = {"inputs": 3 * 2**30, "output": 2 * 2**30, "parameters": 2**30, "output_known": True, "total": 0}
+    gpu = memory.host_bytes(est, torch.device("cuda"), torch.float32)
+    assert gpu == {"check": 7 * 2**30, "oracle": 2 * 6 * 2**30}
+    cpu = memory.host_bytes(est, torch.device("cpu"), torch.float32)  # the device's copies are host memory too
+    assert cpu["check"] == (7 + 3 + 2) * 2**30 and cpu["oracle"] == gpu["oracle"]
+    assert memory.host_bytes(est, torch.device("cpu"), torch.float16)["oracle"] == 4 * 6 * 2**30
+    assert memory.host_bytes(None, torch.device("cpu"), torch.float32) is None
+    with pytest.raises(CheckError, match=r"cannot fit in host memory: the check needs 7.00 GiB .* 6.00 GiB is available"):
+        memory.refuse_if_host_too_small(gpu, 6 * 2**30)
+    assert memory.refuse_if_host_too_small(gpu, 8 * 2**30) is False  # the check fits, its oracle does not
+    assert memory.refuse_if_host_too_small(gpu, 19 * 2**30) is True
+    assert memory.refuse_if_host_too_small(None, 0) is True and memory.refuse_if_host_too_small(gpu, None) is True
+    free = memory.free_host_bytes()
+    assert free is None or free > 0
+
+
+def test_a_check_whose_oracle_does_not_fit_on_the_host_goes_on_without_it(monkeypatch):
+    from harness import checker
+
+    est = memory.host_bytes({"inputs": 16 * 1000 * 4, "output": 16 * 1000 * 4, "parameters": 0}, torch.device("cpu"),
+                            torch.float32)
+    monkeypatch.setattr(checker, "free_host_bytes", lambda: est["check"] + est["oracle"] - 1)
+    r = check.run_check(model=f"{PROBLEMS / 'softmax_ok'}.py:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model",
+                        trials=2, device="cpu")
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["config"]["oracle"].startswith("none: ") and r["config"]["host_bytes_estimate"] == est
+    assert all(t["oracle"] is None for t in r["trials"]) and "fp64 oracle: none: " in check.format_report(r)
+    monkeypatch.setattr(checker, "free_host_bytes", lambda: est["check"] - 1)
+    with pytest.raises(CheckError, match="cannot fit in host memory"):
+        check.run_check(model=f"{PROBLEMS / 'softmax_ok'}.py:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model",
+                        trials=1, device="cpu")
 
 
 def test_the_check_records_its_estimate_and_on_cuda_its_peak():
