@@ -20,7 +20,7 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
-step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants 0 6 14 15 5 --counts 179 192 218 256 1024 \
+step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants 0 6 14 15 16 17 18 5 --counts 179 192 218 256 1024 \
   --budget 0.8 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 step export_files bash -c "python3 -m kernels.export ModelNew --dtype fp32 -o $out/kernelbench_l2_14_modelnew_fp32.py && \

@@ -323,6 +323,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 13: launch_narrow<128, 64, 16, 8, 8, 2>(a, s); break;
     case 14: launch_narrow<96, 128, 24, 8, 8, 1>(a, s); break;   // 6 warps, 179 rows in two 96-row tiles
     case 15: launch_narrow<192, 64, 12, 8, 8, 1>(a, s); break;   // 6 warps, 179 rows in one 192-row tile
+    // One warp per scheduler, 96 accumulators each: 12288 outputs an SM, balanced over its 4 schedulers.
+    case 16: launch_narrow<192, 64, 16, 12, 8, 1>(a, s); break;
+    case 17: launch_narrow<192, 64, 8, 12, 8, 1>(a, s); break;
+    case 18: launch_narrow<96, 64, 16, 12, 8, 2>(a, s); break;   // two 2-warp blocks an SM
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

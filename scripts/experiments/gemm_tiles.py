@@ -26,7 +26,8 @@ VARIANTS = {0: "library 128x128x16, 1/SM", 1: "split 128x128x16 (8 rows), 1/SM",
             6: "narrow 128x128x16 (8x8), 1/SM", 7: "narrow 192x64x16 (12x4), 1/SM", 8: "narrow 192x64x16 (12x4), 2/SM",
             9: "narrow 192x32x16 (12x4), 2/SM", 10: "narrow 256x64x16 (8x8), 1/SM", 11: "narrow 96x64x16 (12x4), 2/SM",
             12: "narrow 64x64x16 (8x8), 4/SM", 13: "narrow 128x64x16 (8x8), 2/SM",
-            14: "narrow 96x128x24 (8x8), 1/SM", 15: "narrow 192x64x12 (8x8), 1/SM"}
+            14: "narrow 96x128x24 (8x8), 1/SM", 15: "narrow 192x64x12 (8x8), 1/SM",
+            16: "narrow 192x64x16 (12x8), 1/SM", 17: "narrow 192x64x8 (12x8), 1/SM", 18: "narrow 96x64x16 (12x8), 2/SM"}
 
 
 def build():
