@@ -17,8 +17,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from harness.compare import (SWEEP_TOLS, changed_inputs, compare_outputs, fingerprint, oracle_error, oracle_output,
-                             pass_at, same_fingerprint)
+from harness.compare import (SWEEP_TOLS, changed_inputs, compare_outputs, count_equal, count_nonfinite,
+                             fingerprint, oracle_error, oracle_output, pass_at, same_fingerprint)
 from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
 from harness.memory import (estimate_bytes, free_device_bytes, free_host_bytes, host_bytes, refuse_if_host_too_small,
@@ -124,7 +124,7 @@ def run_check(
         if dev.type == "cuda":
             refuse_if_too_big(needs, free_device_bytes(dev), str(dev))
             torch.cuda.reset_peak_memory_stats(dev)  # the report's peak is this check's
-        host = host_bytes(needs, dev, torch_dtype)
+        host = host_bytes(needs, dev, torch_dtype, strict)
         oracle_fits = refuse_if_host_too_small(host, free_host_bytes())
         return _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overrides, trials, seed, dev,
                           dtype, torch_dtype, atol, rtol, kb_tol, say, started, keep_integer_inputs,
@@ -367,8 +367,7 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     del ref_out, new_out  # the device keeps nothing of this trial
     if watch is not None:
         out["_answer"] = ref_host  # --strict tells a replayed answer by it (kept within a budget)
-    ref_bad = int((~torch.isfinite(ref_host)).sum().item())
-    new_bad_where_ref_ok = int((~torch.isfinite(new_host) & torch.isfinite(ref_host)).sum().item())
+    ref_bad, new_bad_where_ref_ok = count_nonfinite(ref_host, new_host)
     rec["nonfinite"] = {"reference": ref_bad, "candidate_where_reference_finite": new_bad_where_ref_ok}
     if new_bad_where_ref_ok:
         # Under --strict on CUDA free memory holds NaN before the call: NaN is memory never written.
@@ -384,7 +383,7 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     rec["allclose"] = cmp["allclose"]
     # A candidate exact on part of its output (ModelNewHybrid) is judged by how much of it is;
     # the shapes and dtypes are equal here, so all elements equal is torch.equal.
-    rec["equal_elements"], rec["elements"] = int((ref_host == new_host).sum().item()), ref_host.numel()
+    rec["equal_elements"], rec["elements"] = count_equal(ref_host, new_host), ref_host.numel()
     rec["bit_exact"] = rec["equal_elements"] == rec["elements"]
     rec["pass_at"] = {f"{t:g}": pass_at(ref_host, new_host, t) for t in SWEEP_TOLS}
     rec["kernelbench_pass"] = pass_at(ref_host, new_host, kb_tol)

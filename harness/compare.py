@@ -95,7 +95,9 @@ def fingerprint(t: torch.Tensor) -> tuple:
     Two outputs computed from different inputs never share all of them."""
     flat = t.detach().reshape(-1)
     picks = evenly_spaced(flat.numel(), 4096).to(flat.device)
-    return (tuple(t.shape), t.dtype, torch.nansum(flat, dtype=torch.float64).item(), int(flat.isnan().sum()),
+    chunks = [c for (c,) in _chunks(flat)]  # no whole-size fp64 copy
+    total = sum(torch.nansum(c, dtype=torch.float64).item() for c in chunks)
+    return (tuple(t.shape), t.dtype, total, sum(int(c.isnan().sum()) for c in chunks),
             flat[picks].nan_to_num(nan=0.0).clone())
 
 
@@ -120,8 +122,46 @@ def changed_inputs(before: list, after: list) -> list[dict]:
     return changed
 
 
+def _chunks(*tensors: torch.Tensor):
+    flats = [t.reshape(-1) for t in tensors]
+    for b in range(0, flats[0].numel(), COMPARE_CHUNK):
+        yield [f[b:b + COMPARE_CHUNK] for f in flats]
+
+
+def allclose(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float) -> bool:
+    """torch.allclose(ref, new, atol=atol, rtol=rtol), COMPARE_CHUNK elements at a time (its
+    temporaries are several outputs' worth)."""
+    if ref.shape != new.shape:
+        return bool(torch.allclose(ref, new, atol=atol, rtol=rtol))  # its own broadcast or error
+    return all(bool(torch.allclose(r, n, atol=atol, rtol=rtol)) for r, n in _chunks(ref, new))
+
+
+def count_not_close(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float) -> int:
+    return sum(int((~torch.isclose(r, n, atol=atol, rtol=rtol)).sum()) for r, n in _chunks(ref, new))
+
+
 def pass_at(ref: torch.Tensor, new: torch.Tensor, tol: float) -> bool:
-    return bool(torch.allclose(ref, new, atol=tol, rtol=tol))
+    return allclose(ref, new, tol, tol)
+
+
+def equal_nan_as_zero(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch.equal(a.nan_to_num(), b.nan_to_num()) for two same-shape tensors, in chunks."""
+    return all(torch.equal(x.nan_to_num(), y.nan_to_num()) for x, y in _chunks(a, b))
+
+
+def count_nonfinite(ref: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
+    """(non-finite elements of ref, non-finite elements of new where ref is finite), in chunks."""
+    bad = bad_new = 0
+    for r, n in _chunks(ref, new):
+        ok = torch.isfinite(r)
+        bad += int((~ok).sum())
+        bad_new += int((~torch.isfinite(n) & ok).sum())
+    return bad, bad_new
+
+
+def count_equal(ref: torch.Tensor, new: torch.Tensor) -> int:
+    """How many elements of two same-shape tensors are equal, COMPARE_CHUNK at a time."""
+    return sum(int((r == n).sum()) for r, n in _chunks(ref, new))
 
 
 def oracle_output(x: torch.Tensor, weight: Optional[torch.Tensor], scale: float,

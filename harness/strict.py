@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from harness.compare import COMPARE_CHUNK, allclose, count_not_close, equal_nan_as_zero
 from harness.problem import CheckError
 from harness.protocol import set_seed, sync, to_device
 
@@ -208,15 +209,17 @@ def degenerate_warnings(ref_out: torch.Tensor, inputs: list, atol: float, rtol: 
     if not ref.is_floating_point() or not ref.numel():
         return set()
     found = set()
+    flat = ref.reshape(-1)
+    chunks = [flat[b:b + COMPARE_CHUNK] for b in range(0, flat.numel(), COMPARE_CHUNK)]  # no whole-size copies
     # allclose(ref, c) for a constant c, without a tensor of c: |ref - c| <= atol + rtol * |c|.
-    if bool(ref.abs().le(atol).all()):
+    if all(bool(c.abs().le(atol).all()) for c in chunks):
         found.add("an all-zeros output")
-    mean = torch.mean(ref, dtype=torch.float64).item()
-    if bool((ref.double() - mean).abs().le(atol + rtol * abs(mean)).all()):
+    mean = sum(torch.sum(c, dtype=torch.float64).item() for c in chunks) / flat.numel()
+    if all(bool((c.double() - mean).abs().le(atol + rtol * abs(mean)).all()) for c in chunks):
         found.add("a constant output (the reference's mean)")
     for k, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.shape == ref.shape and x.dtype == ref.dtype \
-                and torch.allclose(ref, x.detach().cpu(), atol=atol, rtol=rtol):
+                and allclose(ref, x.detach().cpu(), atol, rtol):
             found.add(f"input {k} returned as it is")
     return found
 
@@ -363,7 +366,8 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
         aliases = {"input"} if any(isinstance(x, torch.Tensor) and shares_storage(out, x) for x in ref_inputs) else set()
         if any(shares_storage(out, t) for t in [*ref_model.parameters(), *ref_model.buffers()]):
             aliases.add("parameter")
-        return out.detach().to("cpu", copy=True), aliases
+        # A host copy on CUDA; on the CPU the output itself (its inputs go with this call).
+        return out.detach().to("cpu", copy=cuda), aliases
 
     def call(inputs, seed):
         if cuda:
@@ -428,12 +432,12 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
 
 
 def _answer_findings(out, ref_host, answers, seed, cuda, atol, rtol, when, strict_seed) -> list:
-    new_host = out.detach().to("cpu", copy=True)
+    new_host = out.detach().cpu()  # compared at once, never kept: no copy on a CPU device
     if new_host.shape != ref_host.shape or new_host.dtype != ref_host.dtype:
         return [finding("mismatch_on_fresh_inputs", f"shape {tuple(new_host.shape)} {new_host.dtype}, the "
                                                     f"reference's {tuple(ref_host.shape)} {ref_host.dtype} ({when})",
                         strict_seed)]
-    if torch.allclose(ref_host, new_host, atol=atol, rtol=rtol):
+    if allclose(ref_host, new_host, atol, rtol):
         return []
     if cuda and bool((torch.isnan(new_host) & torch.isfinite(ref_host)).any()):
         return [finding("unwritten_output", f"NaN where the reference is finite after freed memory was filled with "
@@ -441,10 +445,10 @@ def _answer_findings(out, ref_host, answers, seed, cuda, atol, rtol, when, stric
                         strict_seed)]
     for other, answer in answers.items():
         if other != seed and answer.shape == new_host.shape and answer.dtype == new_host.dtype \
-                and torch.allclose(answer, new_host, atol=atol, rtol=rtol):
+                and allclose(answer, new_host, atol, rtol):
             return [finding("replayed_output", f"the output is the reference's answer to the inputs of seed {other}, "
                                                f"not to these ({when})", strict_seed)]
-    n_bad = int((~torch.isclose(ref_host, new_host, atol=atol, rtol=rtol)).sum())
+    n_bad = count_not_close(ref_host, new_host, atol, rtol)
     return [finding("mismatch_on_fresh_inputs", f"{n_bad} of {ref_host.numel()} elements outside "
                                                 f"allclose(atol={atol:g}, rtol={rtol:g}) ({when})", strict_seed)]
 
@@ -460,10 +464,9 @@ def _determinism(new_model, on_device, inputs, ref_host, atol, rtol, strict_seed
         return [finding("output_aliasing", f"two calls on the inputs of seed {seed} return the same storage: the "
                                            f"second call overwrote the first one's output", strict_seed)]
     a, b = first.detach().cpu(), second.detach().cpu()
-    if a.shape == b.shape and torch.equal(a.nan_to_num(), b.nan_to_num()):
+    if a.shape == b.shape and a.dtype == b.dtype and equal_nan_as_zero(a, b):
         return []
-    if a.shape == b.shape == ref_host.shape and torch.allclose(ref_host, a, atol=atol, rtol=rtol) \
-            and torch.allclose(ref_host, b, atol=atol, rtol=rtol):
+    if a.shape == b.shape == ref_host.shape and allclose(ref_host, a, atol, rtol) and allclose(ref_host, b, atol, rtol):
         warnings.append(f"not bit-deterministic: two calls on the inputs of seed {seed} differ by "
                         f"{(a.double() - b.double()).abs().max().item():.3g} at most (both within the tolerance)")
         return []

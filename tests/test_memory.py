@@ -45,17 +45,24 @@ def test_a_problem_that_cannot_fit_is_refused_with_its_numbers():
 
 
 def test_the_host_holds_the_pristine_inputs_and_two_outputs_and_the_oracle_twice_their_fp32_bytes():
+    from harness.compare import COMPARE_CHUNK
+    from harness.strict import ANSWER_BUDGET_BYTES
+
     est = {"inputs": 3 * 2**30, "output": 2 * 2**30, "parameters": 2**30, "output_known": True, "total": 0}
+    temporaries = 64 * COMPARE_CHUNK
     gpu = memory.host_bytes(est, torch.device("cuda"), torch.float32)
-    assert gpu == {"check": 7 * 2**30, "oracle": 2 * 6 * 2**30}
+    assert gpu == {"check": 7 * 2**30 + temporaries, "oracle": 2 * 6 * 2**30}
     cpu = memory.host_bytes(est, torch.device("cpu"), torch.float32)  # the device's copies are host memory too
-    assert cpu["check"] == (7 + 3 + 2) * 2**30 and cpu["oracle"] == gpu["oracle"]
+    assert cpu["check"] == (7 + 3 + 2 + 2) * 2**30 + temporaries and cpu["oracle"] == gpu["oracle"]
     assert memory.host_bytes(est, torch.device("cpu"), torch.float16)["oracle"] == 4 * 6 * 2**30
     assert memory.host_bytes(None, torch.device("cpu"), torch.float32) is None
-    with pytest.raises(CheckError, match=r"cannot fit in host memory: the check needs 7.00 GiB .* 6.00 GiB is available"):
+    strict = memory.host_bytes(est, torch.device("cuda"), torch.float32, strict=True)  # its calls, its answers
+    assert strict["check"] == max(7, 3 + 3 * 2) * 2**30 + min(ANSWER_BUDGET_BYTES, 8 * 2 * 2**30) + temporaries
+    margin = memory.HOST_MARGIN
+    with pytest.raises(CheckError, match=r"cannot fit in host memory: the check needs 8.00 GiB .* 6.00 GiB is available"):
         memory.refuse_if_host_too_small(gpu, 6 * 2**30)
-    assert memory.refuse_if_host_too_small(gpu, 8 * 2**30) is False  # the check fits, its oracle does not
-    assert memory.refuse_if_host_too_small(gpu, 19 * 2**30) is True
+    assert memory.refuse_if_host_too_small(gpu, int(gpu["check"] * margin) + 1) is False  # the check fits, its oracle not
+    assert memory.refuse_if_host_too_small(gpu, int((gpu["check"] + gpu["oracle"]) * margin) + 1) is True
     assert memory.refuse_if_host_too_small(None, 0) is True and memory.refuse_if_host_too_small(gpu, None) is True
     free = memory.free_host_bytes()
     assert free is None or free > 0
@@ -66,13 +73,14 @@ def test_a_check_whose_oracle_does_not_fit_on_the_host_goes_on_without_it(monkey
 
     est = memory.host_bytes({"inputs": 16 * 1000 * 4, "output": 16 * 1000 * 4, "parameters": 0}, torch.device("cpu"),
                             torch.float32)
-    monkeypatch.setattr(checker, "free_host_bytes", lambda: est["check"] + est["oracle"] - 1)
+    margin = memory.HOST_MARGIN
+    monkeypatch.setattr(checker, "free_host_bytes", lambda: int((est["check"] + est["oracle"]) * margin) - 1)
     r = check.run_check(model=f"{PROBLEMS / 'softmax_ok'}.py:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model",
                         trials=2, device="cpu")
     assert r["verdict"] == "PASS", r["message"]
     assert r["config"]["oracle"].startswith("none: ") and r["config"]["host_bytes_estimate"] == est
     assert all(t["oracle"] is None for t in r["trials"]) and "fp64 oracle: none: " in check.format_report(r)
-    monkeypatch.setattr(checker, "free_host_bytes", lambda: est["check"] - 1)
+    monkeypatch.setattr(checker, "free_host_bytes", lambda: int(est["check"] * margin) - 1)
     with pytest.raises(CheckError, match="cannot fit in host memory"):
         check.run_check(model=f"{PROBLEMS / 'softmax_ok'}.py:ModelNew", reference=f"{PROBLEMS / 'softmax'}.py:Model",
                         trials=1, device="cpu")
