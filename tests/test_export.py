@@ -109,7 +109,9 @@ def test_on_the_cpu_constructing_raises_a_clear_error(exported, model):
     assert "REPOSITORY []" in proc.stdout
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("RuntimeError: ") and "needs a CUDA GPU" in last, proc.stderr
-    assert "cpp_extension" not in proc.stderr  # raised before any build
+    # Raised before any build: no frame inside torch's extension builder (a CUDA build of torch on a
+    # machine without a GPU logs a warning from that module when it is imported; that is no build).
+    assert 'cpp_extension.py", line' not in proc.stderr and "load_inline" not in proc.stderr, proc.stderr
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the CPU behaviour, where no GPU is present")
@@ -196,9 +198,15 @@ def test_hybrid_path_is_taken_only_where_its_order_check_passes(exported, monkey
     misaligned = torch.rand(8 * 64 + 1)[1:].view(8, 64)
     with pytest.warns(UserWarning, match="not 16-byte aligned"):
         assert not module.takes_hybrid_path(misaligned, w)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-    with pytest.warns(UserWarning, match="TF32"):
-        assert not module.takes_hybrid_path(x, w)
+    # Set and restored through the public flag (in torch 2.14 it is served by __getattr__, which
+    # monkeypatch cannot restore).
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        with pytest.warns(UserWarning, match="TF32"):
+            assert not module.takes_hybrid_path(x, w)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
     assert len(checks) == 2
 
 
