@@ -36,8 +36,8 @@ def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: flo
     n_fail, all_zero = 0, True
     maxima, finite_maxima, sums = [], [], []
     worst_ratio, flat = None, 0
-    for begin in range(0, total, COMPARE_CHUNK):
-        r_chunk, n_chunk = ref_flat[begin:begin + COMPARE_CHUNK], new_flat[begin:begin + COMPARE_CHUNK]
+    for k, (r_chunk, n_chunk) in enumerate(chunks(ref_flat, new_flat)):
+        begin = k * COMPARE_CHUNK
         n_fail += int((~torch.isclose(r_chunk, n_chunk, atol=atol, rtol=rtol)).sum().item())
         all_zero = all_zero and bool((n_chunk == 0).all().item())
         ref64, new64 = r_chunk.double(), n_chunk.double()
@@ -95,9 +95,9 @@ def fingerprint(t: torch.Tensor) -> tuple:
     Two outputs computed from different inputs never share all of them."""
     flat = t.detach().reshape(-1)
     picks = evenly_spaced(flat.numel(), 4096).to(flat.device)
-    chunks = [c for (c,) in _chunks(flat)]  # no whole-size fp64 copy
-    total = sum(torch.nansum(c, dtype=torch.float64).item() for c in chunks)
-    return (tuple(t.shape), t.dtype, total, sum(int(c.isnan().sum()) for c in chunks),
+    parts = [c for (c,) in chunks(flat)]  # no whole-size fp64 copy
+    total = sum(torch.nansum(c, dtype=torch.float64).item() for c in parts)
+    return (tuple(t.shape), t.dtype, total, sum(int(c.isnan().sum()) for c in parts),
             flat[picks].nan_to_num(nan=0.0).clone())
 
 
@@ -122,7 +122,8 @@ def changed_inputs(before: list, after: list) -> list[dict]:
     return changed
 
 
-def _chunks(*tensors: torch.Tensor):
+def chunks(*tensors: torch.Tensor):
+    """The tensors' flattened elements COMPARE_CHUNK at a time: lists of same-place slices."""
     flats = [t.reshape(-1) for t in tensors]
     for b in range(0, flats[0].numel(), COMPARE_CHUNK):
         yield [f[b:b + COMPARE_CHUNK] for f in flats]
@@ -133,11 +134,11 @@ def allclose(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float) -> 
     temporaries are several outputs' worth)."""
     if ref.shape != new.shape:
         return bool(torch.allclose(ref, new, atol=atol, rtol=rtol))  # its own broadcast or error
-    return all(bool(torch.allclose(r, n, atol=atol, rtol=rtol)) for r, n in _chunks(ref, new))
+    return all(bool(torch.allclose(r, n, atol=atol, rtol=rtol)) for r, n in chunks(ref, new))
 
 
 def count_not_close(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float) -> int:
-    return sum(int((~torch.isclose(r, n, atol=atol, rtol=rtol)).sum()) for r, n in _chunks(ref, new))
+    return sum(int((~torch.isclose(r, n, atol=atol, rtol=rtol)).sum()) for r, n in chunks(ref, new))
 
 
 def pass_at(ref: torch.Tensor, new: torch.Tensor, tol: float) -> bool:
@@ -146,13 +147,13 @@ def pass_at(ref: torch.Tensor, new: torch.Tensor, tol: float) -> bool:
 
 def equal_nan_as_zero(a: torch.Tensor, b: torch.Tensor) -> bool:
     """torch.equal(a.nan_to_num(), b.nan_to_num()) for two same-shape tensors, in chunks."""
-    return all(torch.equal(x.nan_to_num(), y.nan_to_num()) for x, y in _chunks(a, b))
+    return all(torch.equal(x.nan_to_num(), y.nan_to_num()) for x, y in chunks(a, b))
 
 
 def count_nonfinite(ref: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
     """(non-finite elements of ref, non-finite elements of new where ref is finite), in chunks."""
     bad = bad_new = 0
-    for r, n in _chunks(ref, new):
+    for r, n in chunks(ref, new):
         ok = torch.isfinite(r)
         bad += int((~ok).sum())
         bad_new += int((~torch.isfinite(n) & ok).sum())
@@ -161,7 +162,7 @@ def count_nonfinite(ref: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
 
 def count_equal(ref: torch.Tensor, new: torch.Tensor) -> int:
     """How many elements of two same-shape tensors are equal, COMPARE_CHUNK at a time."""
-    return sum(int((r == n).sum()) for r, n in _chunks(ref, new))
+    return sum(int((r == n).sum()) for r, n in chunks(ref, new))
 
 
 def oracle_output(x: torch.Tensor, weight: Optional[torch.Tensor], scale: float,
@@ -180,8 +181,8 @@ def oracle_error(out: torch.Tensor, truth: torch.Tensor) -> dict:
     """RMS and largest error against the fp64 truth, COMPARE_CHUNK elements at a time."""
     out_flat, truth_flat = out.reshape(-1), truth.reshape(-1)
     squares, maxima = [], []
-    for begin in range(0, out_flat.numel(), COMPARE_CHUNK):
-        err = out_flat[begin:begin + COMPARE_CHUNK].double() - truth_flat[begin:begin + COMPARE_CHUNK]
+    for o, t in chunks(out_flat, truth_flat):
+        err = o.double() - t
         squares.append(err.pow(2).sum().item())
         maxima.append(err.abs().max())
     if not maxima:

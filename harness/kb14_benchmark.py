@@ -277,43 +277,37 @@ def default_cases(args, device: torch.device, l2: int) -> list[Case]:
     if not args.no_compile:
         cases.append(model_case("reference compiled", torch.compile(ref)))
     log("importing modelnew / kernels (the first import on a machine builds them: can take minutes)")
-    try:
-        import modelnew  # imports kernels: builds them on first use
-        cases.append(model_case("ModelNew", build_model(modelnew.ModelNew, init, device).eval()))
-    except Exception as exc:
-        log(f"ModelNew unavailable: {type(exc).__name__}: {exc}")
-        cases.append(Case("ModelNew", "model", _raiser(exc), (), model_bytes, flops))
-    try:
-        # Not bit-exact on every row by design: its check is KernelBench's (allclose at 1e-4).
-        import modelnew
-        hybrid = build_model(modelnew.ModelNewHybrid, init, device).eval()
-        cases.append(Case("ModelNewHybrid", "model", hybrid, (x,), model_bytes, flops,
-                          check=_check_against(lambda: hybrid(x), ref_out, ok_tol=1e-4,
-                                               note="reference's bits on the rows near zero, column-sum answer "
-                                                    "elsewhere: checked at KernelBench's 1e-4")))
-    except Exception as exc:
-        log(f"ModelNewHybrid unavailable: {type(exc).__name__}: {exc}")
-        cases.append(Case("ModelNewHybrid", "model", _raiser(exc), (), model_bytes, flops))
+
+    def modelnew_case(name, make_case):
+        """The row of modelnew's `name` (make_case(model)), or one that raises why it is unavailable."""
+        try:
+            import modelnew  # imports kernels: builds them on first use
+            return make_case(build_model(getattr(modelnew, name), init, device).eval())
+        except Exception as exc:
+            log(f"{name} unavailable: {type(exc).__name__}: {exc}")
+            return Case(name, "model", _raiser(exc), (), model_bytes, flops)
+
+    cases.append(modelnew_case("ModelNew", lambda m: model_case("ModelNew", m)))
+    # Not bit-exact on every row by design: its check is KernelBench's (allclose at 1e-4).
+    cases.append(modelnew_case("ModelNewHybrid", lambda m: Case(
+        "ModelNewHybrid", "model", m, (x,), model_bytes, flops,
+        check=_check_against(lambda: m(x), ref_out, ok_tol=1e-4,
+                             note="reference's bits on the rows near zero, column-sum answer elsewhere: checked at "
+                                  "KernelBench's 1e-4"))))
     if getattr(args, "colsum", False):
         # The column-sum rewrite: not bit-exact by design, so its check is allclose at
         # 1e-2 (KernelBench's fp16/bf16 tolerance; it fails fp32's 1e-4). Timed with a
         # warm cache (the column sum is computed once, on the first call); it reads x
         # once and does 2 * batch * input FLOPs.
-        try:
-            import modelnew
-            colsum_model = build_model(modelnew.ModelNewColsum, init, device).eval()
-            colsum_bytes = (b * i + b) * e + i * 8
-            def sets_of_x():  # its forward reads only x: rotate x to keep the reads L2-cold
-                return [(t,) for t in rotating_copies(x, l2, 64)]
+        colsum_bytes = (b * i + b) * e + i * 8
 
-            cases.append(Case("ModelNewColsum", "model", colsum_model, (x,), colsum_bytes, 2 * b * i,
-                              make_arg_sets=sets_of_x,
-                              check=_check_against(lambda: colsum_model(x), ref_out, ok_tol=1e-2,
-                                                   note="column-sum rewrite: not bit-exact by design, "
-                                                        "checked at 1e-2")))
-        except Exception as exc:
-            log(f"ModelNewColsum unavailable: {type(exc).__name__}: {exc}")
-            cases.append(Case("ModelNewColsum", "model", _raiser(exc), (), model_bytes, flops))
+        def sets_of_x():  # its forward reads only x: rotate x to keep the reads L2-cold
+            return [(t,) for t in rotating_copies(x, l2, 64)]
+
+        cases.append(modelnew_case("ModelNewColsum", lambda m: Case(
+            "ModelNewColsum", "model", m, (x,), colsum_bytes, 2 * b * i, make_arg_sets=sets_of_x,
+            check=_check_against(lambda: m(x), ref_out, ok_tol=1e-2,
+                                 note="column-sum rewrite: not bit-exact by design, checked at 1e-2"))))
     for spec in args.model or []:
         cls = load_model_class(spec)
         try:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from harness.compare import COMPARE_CHUNK, allclose, count_not_close, equal_nan_as_zero
+from harness.compare import allclose, chunks, count_not_close, equal_nan_as_zero
 from harness.problem import CheckError
 from harness.protocol import set_seed, sync, to_device
 
@@ -209,13 +209,12 @@ def degenerate_warnings(ref_out: torch.Tensor, inputs: list, atol: float, rtol: 
     if not ref.is_floating_point() or not ref.numel():
         return set()
     found = set()
-    flat = ref.reshape(-1)
-    chunks = [flat[b:b + COMPARE_CHUNK] for b in range(0, flat.numel(), COMPARE_CHUNK)]  # no whole-size copies
+    parts = [c for (c,) in chunks(ref)]  # no whole-size copies
     # allclose(ref, c) for a constant c, without a tensor of c: |ref - c| <= atol + rtol * |c|.
-    if all(bool(c.abs().le(atol).all()) for c in chunks):
+    if all(bool(c.abs().le(atol).all()) for c in parts):
         found.add("an all-zeros output")
-    mean = sum(torch.sum(c, dtype=torch.float64).item() for c in chunks) / flat.numel()
-    if all(bool((c.double() - mean).abs().le(atol + rtol * abs(mean)).all()) for c in chunks):
+    mean = sum(torch.sum(c, dtype=torch.float64).item() for c in parts) / ref.numel()
+    if all(bool((c.double() - mean).abs().le(atol + rtol * abs(mean)).all()) for c in parts):
         found.add("a constant output (the reference's mean)")
     for k, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.shape == ref.shape and x.dtype == ref.dtype \

@@ -1,154 +1,13 @@
 // Frozen variants of kernels/hybrid.cu's rows_gemm kernel, for scripts/experiments/gemm_tiles.py:
-// the library's kernel generalised to TM rows a thread (two halves of TM/2, half a tile apart),
-// so that the tile height can follow the row count. Uses the library's GemmArgs and load4.
+// the library's kernel generalised to other tiles and per-thread accumulators (TM x TN), beside the
+// library's own two. Uses the library's GemmArgs and load4. The first generalisation (variants 1-4,
+// two halves of TM/2 rows) was removed after f1e91db; its figures are rows of results/measurements.csv.
 #include "hybrid.cu"
 
 #include <torch/library.h>
 
 namespace kb14 {
 namespace hybrid_cuda {
-
-template <int BM, int BN, int BK, int TM>
-struct SplitTile {
-  static constexpr int TN = 8;
-  static constexpr int kThreads = (BM / TM) * (BN / TN);
-  static constexpr int kPad = 4;
-  static constexpr int kALoads = (BM * BK / 4 + kThreads - 1) / kThreads;
-  static constexpr int kBLoads = BN * BK / 4 / kThreads;
-  static_assert(BN * BK / 4 % kThreads == 0 && TM % 2 == 0 && BK % 4 == 0, "tile shape");
-};
-
-template <int BM, int BN, int BK, int TM, int kMinBlocks, bool kVector>
-__global__ void __launch_bounds__(SplitTile<BM, BN, BK, TM>::kThreads, kMinBlocks) split_rows_gemm_kernel(GemmArgs a) {
-  using Tile = SplitTile<BM, BN, BK, TM>;
-  constexpr int H = TM / 2;
-  constexpr int T = Tile::kThreads, P = Tile::kPad;
-  __shared__ __align__(16) float As[2][BK][BM + P];
-  __shared__ __align__(16) float Bs[2][BK][BN + P];
-  const int tid = threadIdx.x;
-  // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;  // the other tile's launch has it
-  const int64_t slot0 = static_cast<int64_t>(blockIdx.x) * BM;
-  const int64_t h0 = static_cast<int64_t>(blockIdx.y) * BN;
-  if (slot0 >= count) {
-    // No gathered row here: zero this tile of the rows that are not computed.
-    for (int i = tid; i < BM * BN; i += T) {
-      const int64_t slot = slot0 + i / BN, h = h0 + i % BN;
-      if (slot >= a.M || h >= a.N) continue;
-      const int64_t r = a.rows[slot];
-      if (r >= 0 && r < a.M) a.y[r * a.N + h] = 0.f;
-    }
-    return;
-  }
-  // What this thread loads: element (row, k4 .. k4+3) of the A and B slabs.
-  const float* a_src[Tile::kALoads];
-  bool a_ok[Tile::kALoads], a_mine[Tile::kALoads];
-  int a_row[Tile::kALoads], a_k[Tile::kALoads];
-#pragma unroll
-  for (int i = 0; i < Tile::kALoads; ++i) {
-    const int idx = tid + i * T;
-    a_mine[i] = idx < BM * BK / 4;
-    a_row[i] = a_mine[i] ? idx / (BK / 4) : 0;
-    a_k[i] = idx % (BK / 4) * 4;
-    const int64_t slot = slot0 + a_row[i];
-    const int64_t r = a_mine[i] && slot < count ? a.rows[slot] : -1;
-    a_ok[i] = r >= 0 && r < a.M;
-    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0);
-  }
-  const float* b_src[Tile::kBLoads];
-  bool b_ok[Tile::kBLoads];
-  int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
-#pragma unroll
-  for (int i = 0; i < Tile::kBLoads; ++i) {
-    const int idx = tid + i * T;
-    b_row[i] = idx / (BK / 4);
-    b_k[i] = idx % (BK / 4) * 4;
-    b_ok[i] = h0 + b_row[i] < a.N;
-    b_src[i] = a.w + (b_ok[i] ? (h0 + b_row[i]) * a.w_stride : 0);
-  }
-  float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
-  auto load_slab = [&](int64_t k0) {
-#pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = load4<kVector>(a_src[i], k0 + a_k[i], a.K, a_ok[i] && k0 + a_k[i] < a.K);
-#pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = load4<kVector>(b_src[i], k0 + b_k[i], a.K, b_ok[i] && k0 + b_k[i] < a.K);
-  };
-  auto store_slab = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) {
-      if (!a_mine[i]) continue;
-      As[buf][a_k[i] + 0][a_row[i]] = a_reg[i].x;
-      As[buf][a_k[i] + 1][a_row[i]] = a_reg[i].y;
-      As[buf][a_k[i] + 2][a_row[i]] = a_reg[i].z;
-      As[buf][a_k[i] + 3][a_row[i]] = a_reg[i].w;
-    }
-#pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) {
-      Bs[buf][b_k[i] + 0][b_row[i]] = b_reg[i].x;
-      Bs[buf][b_k[i] + 1][b_row[i]] = b_reg[i].y;
-      Bs[buf][b_k[i] + 2][b_row[i]] = b_reg[i].z;
-      Bs[buf][b_k[i] + 3][b_row[i]] = b_reg[i].w;
-    }
-  };
-  const int tr = tid / (BN / Tile::TN), tc = tid % (BN / Tile::TN);
-  float acc[TM][8];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
-
-  const int64_t slabs = (a.K + BK - 1) / BK;
-  load_slab(0);
-  store_slab(0);
-  __syncthreads();
-  for (int64_t s = 0; s < slabs; ++s) {
-    const int buf = static_cast<int>(s & 1);
-    if (s + 1 < slabs) load_slab((s + 1) * BK);
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      float av[TM];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float* src = &As[buf][k][half * (BM / 2) + tr * H];
-        if constexpr (H == 4) {
-          const float4 v = *reinterpret_cast<const float4*>(src);
-          av[half * H] = v.x, av[half * H + 1] = v.y, av[half * H + 2] = v.z, av[half * H + 3] = v.w;
-        } else if constexpr (H == 2) {
-          const float2 v = *reinterpret_cast<const float2*>(src);
-          av[half * H] = v.x, av[half * H + 1] = v.y;
-        } else {
-#pragma unroll
-          for (int q = 0; q < H; ++q) av[half * H + q] = src[q];
-        }
-      }
-      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tc * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][BN / 2 + tc * 4]);
-      const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
-    }
-    if (s + 1 < slabs) store_slab(buf ^ 1);
-    __syncthreads();
-  }
-  // Rows past the count in this tile are not gathered: they get zeros.
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int64_t slot = slot0 + (i < H ? tr * H + i : BM / 2 + tr * H + i - H);
-    if (slot >= a.M) continue;
-    const bool computed = slot < count;
-    const int64_t r = a.rows[slot];
-    if (r < 0 || r >= a.M) continue;
-    float* dst = a.y + r * a.N;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int64_t h = h0 + (j < 4 ? tc * 4 + j : BN / 2 + tc * 4 + j - 4);
-      if (h < a.N) dst[h] = computed ? acc[i][j] : 0.f;
-    }
-  }
-}
 
 // Tiles narrower in columns, up to 256 rows tall: every gathered row of a small count in one
 // row tile, so the computing tiles are few rows wasted, and one per SM. TM x TN accumulators
@@ -292,13 +151,6 @@ void launch_narrow(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <int BM, int BN, int BK, int TM, int kMinBlocks>
-void launch_split(const GemmArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(div_up(a.M, BM)), static_cast<unsigned>(div_up(a.N, BN)));
-  split_rows_gemm_kernel<BM, BN, BK, TM, kMinBlocks, true><<<grid, SplitTile<BM, BN, BK, TM>::kThreads, 0, stream>>>(a);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
 at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
                              int64_t variant) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
@@ -308,10 +160,6 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
   auto s = c10::cuda::getCurrentCUDAStream();
   switch (variant) {
     case 0: launch_rows_gemm<128, 128, 16, 1>(a, true, s); break;  // the library's few-rows tile
-    case 1: launch_split<128, 128, 16, 8, 1>(a, s); break;          // the same, generalised
-    case 2: launch_split<96, 128, 16, 6, 1>(a, s); break;
-    case 3: launch_split<64, 128, 16, 4, 1>(a, s); break;
-    case 4: launch_split<96, 128, 8, 6, 2>(a, s); break;
     case 5: launch_rows_gemm<128, 128, 8, 2>(a, true, s); break;    // the library's many-rows tile
     case 6: launch_narrow<128, 128, 16, 8, 8, 1>(a, s); break;  // the library's tile in this template
     case 7: launch_narrow<192, 64, 16, 12, 4, 1>(a, s); break;

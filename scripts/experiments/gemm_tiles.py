@@ -21,8 +21,7 @@ from harness import results_table  # noqa: E402
 from harness.timing import make_backend, robust_time  # noqa: E402
 from kernels import jit  # noqa: E402
 
-VARIANTS = {0: "library 128x128x16, 1/SM", 1: "split 128x128x16 (8 rows), 1/SM", 2: "split 96x128x16 (6 rows), 1/SM",
-            3: "split 64x128x16 (4 rows), 1/SM", 4: "split 96x128x8 (6 rows), 2/SM", 5: "library 128x128x8, 2/SM",
+VARIANTS = {0: "library 128x128x16, 1/SM", 5: "library 128x128x8, 2/SM",
             6: "narrow 128x128x16 (8x8), 1/SM", 7: "narrow 192x64x16 (12x4), 1/SM", 8: "narrow 192x64x16 (12x4), 2/SM",
             9: "narrow 192x32x16 (12x4), 2/SM", 10: "narrow 256x64x16 (8x8), 1/SM", 11: "narrow 96x64x16 (12x4), 2/SM",
             12: "narrow 64x64x16 (8x8), 4/SM", 13: "narrow 128x64x16 (8x8), 2/SM",
