@@ -19,9 +19,10 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
   echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
-step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
-step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants 0 6 14 15 16 17 18 5 --counts 179 192 218 256 1024 \
+step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants 0 16 17 19 20 21 22 18 14 --counts 0 96 179 192 218 \
   --budget 0.8 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
+step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
+step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 step export_files bash -c "python3 -m kernels.export ModelNew --dtype fp32 -o $out/kernelbench_l2_14_modelnew_fp32.py && \
   python3 -m kernels.export ModelNewHybrid --dtype fp32 -o $out/kernelbench_l2_14_modelnewhybrid_fp32.py"

@@ -24,7 +24,24 @@ struct NarrowTile {
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
 };
 
-template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks>
+// The rows not gathered, zeroed by the computing blocks of the first row tile (kFuseZero
+// launches): pass p stores zeros in this block's BN columns of kZeroRows slots past the
+// count, one 16-byte store a thread; a pass per slab hides them behind the FMAs.
+template <int BN, int T>
+struct ZeroPasses {
+  static constexpr int kVecs = BN / 4, kZeroRows = T / kVecs;
+  static_assert(T % kVecs == 0, "whole rows a pass");
+  __device__ static int64_t count(int64_t m, int64_t gathered) { return (m - gathered + kZeroRows - 1) / kZeroRows; }
+  __device__ static void store(const GemmArgs& a, int64_t gathered, int64_t h0, int64_t pass, int tid) {
+    const int64_t slot = gathered + pass * kZeroRows + tid / kVecs;
+    if (slot >= a.M) return;
+    const int64_t r = a.rows[slot];
+    if (r >= 0 && r < a.M)
+      *reinterpret_cast<float4*>(a.y + r * a.N + h0 + (tid % kVecs) * 4) = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+};
+
+template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kFuseZero = false>
 __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMinBlocks)
     narrow_rows_gemm_kernel(GemmArgs a) {
   using Tile = NarrowTile<BM, BN, BK, TM, TN>;
@@ -37,6 +54,10 @@ __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMin
   const int64_t slot0 = static_cast<int64_t>(blockIdx.y) * BM;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   if (slot0 >= count) {
+    if constexpr (kFuseZero) {  // no gathered row at all: zero every slot of these columns
+      for (int64_t p = 0; p < ZeroPasses<BN, T>::count(a.M, count); ++p) ZeroPasses<BN, T>::store(a, count, h0, p, tid);
+      return;
+    }
     for (int i = tid; i < BM * BN; i += T) {
       const int64_t slot = slot0 + i / BN, h = h0 + i % BN;
       if (slot >= a.M || h >= a.N) continue;
@@ -99,6 +120,8 @@ __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMin
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
+  using Zero = ZeroPasses<BN, T>;
+  const int64_t zero_passes = kFuseZero ? Zero::count(a.M, count) : 0;
   const int64_t slabs = (a.K + BK - 1) / BK;
   load_slab(0);
   store_slab(0);
@@ -106,6 +129,7 @@ __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMin
   for (int64_t s = 0; s < slabs; ++s) {
     const int buf = static_cast<int>(s & 1);
     if (s + 1 < slabs) load_slab((s + 1) * BK);
+    if (kFuseZero && s < zero_passes) Zero::store(a, count, h0, s, tid);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       float av[TM], bv[TN];
@@ -127,6 +151,7 @@ __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMin
     if (s + 1 < slabs) store_slab(buf ^ 1);
     __syncthreads();
   }
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const int64_t slot = slot0 + (i / 4) * 4 * RG + tr * 4 + i % 4;
@@ -148,6 +173,159 @@ void launch_narrow(const GemmArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(div_up(a.N, BN)), static_cast<unsigned>(div_up(a.M, BM)));
   narrow_rows_gemm_kernel<BM, BN, BK, TM, TN, kMinBlocks>
       <<<grid, NarrowTile<BM, BN, BK, TM, TN>::kThreads, 0, stream>>>(a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kFuseZero = false>
+void launch_narrow_fused(const GemmArgs& a, cudaStream_t stream) {
+  // One row tile: the launch covers counts up to BM, its blocks zero the other rows.
+  const dim3 grid(static_cast<unsigned>(div_up(a.N, BN)), 1);
+  GemmArgs b = a;
+  b.max_count = BM;
+  narrow_rows_gemm_kernel<BM, BN, BK, TM, TN, kMinBlocks, true>
+      <<<grid, NarrowTile<BM, BN, BK, TM, TN>::kThreads, 0, stream>>>(b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// K-major tiles through cp.async: each slab of a gathered row is copied as it lies in memory
+// (16-byte chunks, no transposition through registers, slots past the count zero-filled by
+// the copy), kStages slabs in flight. A thread owns TM rows and TN columns interleaved
+// (row i*RG + tr, column j*CG + tc) and reads them two k at a time (8-byte shared loads);
+// a shared row of BK + 4 floats puts the 8 columns or 2 rows a half-warp reads on distinct
+// banks. One row tile (counts up to BM); its blocks also zero the rows not gathered.
+template <int BM, int BN, int BK, int TM, int TN, int kStages>
+struct KMajorTile {
+  static constexpr int RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
+  static constexpr int kStride = BK + 4;
+  static constexpr int kChunksPerRow = BK / 4;
+  static constexpr int kAChunks = BM * kChunksPerRow / kThreads, kBChunks = BN * kChunksPerRow / kThreads;
+  static constexpr int kStageFloats = (BM + BN) * kStride;
+  static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
+  static_assert(BM * kChunksPerRow % kThreads == 0 && BN * kChunksPerRow % kThreads == 0, "chunks must divide among threads");
+  static_assert(BK % 4 == 0 && kStages >= 2 && TN % 2 == 0, "whole chunks, at least double buffering");
+};
+
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const int bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros, read nothing
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+template <int BM, int BN, int BK, int TM, int TN, int kStages>
+__global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThreads, 1)
+    kmajor_rows_gemm_kernel(GemmArgs a) {
+  using Tile = KMajorTile<BM, BN, BK, TM, TN, kStages>;
+  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, S = Tile::kStride, CPR = Tile::kChunksPerRow;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  using Zero = ZeroPasses<BN, T>;
+  const int64_t zero_passes = Zero::count(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  // What this thread copies each slab: chunk (row, 4c .. 4c+3) of the A and B slabs.
+  const float* a_src[Tile::kAChunks];
+  bool a_ok[Tile::kAChunks];
+  int a_dst[Tile::kAChunks];
+#pragma unroll
+  for (int i = 0; i < Tile::kAChunks; ++i) {
+    const int idx = tid + i * T, row = idx / CPR, c = idx % CPR;
+    const int64_t r = row < count ? a.rows[row] : -1;
+    a_ok[i] = r >= 0 && r < a.M;
+    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0) + 4 * c;
+    a_dst[i] = row * S + 4 * c;
+  }
+  const float* b_src[Tile::kBChunks];
+  bool b_ok[Tile::kBChunks];
+  int b_dst[Tile::kBChunks];
+#pragma unroll
+  for (int i = 0; i < Tile::kBChunks; ++i) {
+    const int idx = tid + i * T, col = idx / CPR, c = idx % CPR;
+    b_ok[i] = h0 + col < a.N;
+    b_src[i] = a.w + (b_ok[i] ? (h0 + col) * a.w_stride : 0) + 4 * c;
+    b_dst[i] = BM * S + col * S + 4 * c;
+  }
+  const int64_t slabs = a.K / BK;  // the launcher requires K % BK == 0
+  auto copy_slab = [&](int64_t s) {
+    float* stage = smem + (s % kStages) * Tile::kStageFloats;
+    const int64_t k0 = s * BK;
+#pragma unroll
+    for (int i = 0; i < Tile::kAChunks; ++i) cp_async16(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
+#pragma unroll
+    for (int i = 0; i < Tile::kBChunks; ++i) cp_async16(stage + b_dst[i], b_src[i] + (b_ok[i] ? k0 : 0), b_ok[i]);
+  };
+  const int tr = tid / CG, tc = tid % CG;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < slabs) copy_slab(s);
+    cp_async_commit();
+  }
+  for (int64_t s = 0; s < slabs; ++s) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
+    if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
+    cp_async_commit();
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* As = smem + (s % kStages) * Tile::kStageFloats;
+    const float* Bs = As + BM * S;
+#pragma unroll
+    for (int k = 0; k < BK; k += 2) {
+      float2 av[TM], bv[TN];
+#pragma unroll
+      for (int i = 0; i < TM; ++i) av[i] = *reinterpret_cast<const float2*>(As + (i * RG + tr) * S + k);
+#pragma unroll
+      for (int j = 0; j < TN; ++j) bv[j] = *reinterpret_cast<const float2*>(Bs + (j * CG + tc) * S + k);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i].x, bv[j].x, acc[i][j]);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i].y, bv[j].y, acc[i][j]);
+    }
+  }
+  cp_async_wait<0>();
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int64_t slot = i * RG + tr;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    float* dst = a.y + r * a.N;
+    const bool computed = slot < count;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int64_t h = h0 + j * CG + tc;
+      if (h < a.N) dst[h] = computed ? acc[i][j] : 0.f;
+    }
+  }
+}
+
+template <int BM, int BN, int BK, int TM, int TN, int kStages>
+void launch_kmajor(const GemmArgs& a, cudaStream_t stream) {
+  using Tile = KMajorTile<BM, BN, BK, TM, TN, kStages>;
+  TORCH_CHECK(a.K % BK == 0 && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0,
+              "kmajor variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
+  auto kernel = kmajor_rows_gemm_kernel<BM, BN, BK, TM, TN, kStages>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  GemmArgs b = a;
+  b.max_count = BM;
+  kernel<<<static_cast<unsigned>(a.N / BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -175,6 +353,11 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 16: launch_narrow<192, 64, 16, 12, 8, 1>(a, s); break;
     case 17: launch_narrow<192, 64, 8, 12, 8, 1>(a, s); break;
     case 18: launch_narrow<96, 64, 16, 12, 8, 2>(a, s); break;   // two 2-warp blocks an SM
+    // Counts up to BM in one launch of N / BN blocks that also zero the rows not gathered.
+    case 19: launch_narrow_fused<192, 64, 16, 12, 8, 1>(a, s); break;
+    case 20: launch_kmajor<192, 64, 16, 12, 8, 3>(a, s); break;
+    case 21: launch_kmajor<192, 64, 32, 12, 8, 3>(a, s); break;
+    case 22: launch_kmajor<192, 64, 16, 12, 8, 4>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;
