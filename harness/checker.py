@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from harness.compare import (SWEEP_TOLS, changed_inputs, compare_outputs, count_equal, count_nonfinite,
-                             fingerprint, oracle_error, oracle_output, pass_at, same_fingerprint)
+                             fingerprint, nan_where_finite, oracle_error, oracle_output, pass_at, same_fingerprint)
 from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
 from harness.memory import (estimate_bytes, free_device_bytes, free_host_bytes, host_bytes, refuse_if_host_too_small,
@@ -361,32 +361,31 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         rec["status"] = "fail"
         return out
 
-    # Every statistic is taken on host copies: the comparison's fp64 temporaries are several
-    # outputs' worth, which the device need not hold.
-    ref_host, new_host = ref_out.detach().cpu(), new_out.detach().cpu()
-    del ref_out, new_out  # the device keeps nothing of this trial
+    # Every statistic is taken where the outputs are, a chunk at a time (on a GPU a pass over a
+    # 6 GB output takes milliseconds where the host took a minute); only --strict's answer is copied out.
+    ref_out, new_out = ref_out.detach(), new_out.detach()
     if watch is not None:
-        out["_answer"] = ref_host  # --strict tells a replayed answer by it (kept within a budget)
-    ref_bad, new_bad_where_ref_ok = count_nonfinite(ref_host, new_host)
+        out["_answer"] = ref_out.cpu()  # --strict tells a replayed answer by it (kept within a budget)
+    ref_bad, new_bad_where_ref_ok = count_nonfinite(ref_out, new_out)
     rec["nonfinite"] = {"reference": ref_bad, "candidate_where_reference_finite": new_bad_where_ref_ok}
     if new_bad_where_ref_ok:
         # Under --strict on CUDA free memory holds NaN before the call: NaN is memory never written.
-        poisoned = watch is not None and dev.type == "cuda" and bool((new_host.isnan() & ref_host.isfinite()).any())
+        poisoned = watch is not None and dev.type == "cuda" and nan_where_finite(ref_out, new_out)
         rec["reasons"].append("unwritten_output" if poisoned else "nonfinite")
         if poisoned:
             out.setdefault("_findings", []).append(finding(
                 "unwritten_output", f"NaN where the reference is finite in trial {i}, after freed memory was filled "
                                     f"with NaN: an output the kernel never wrote (a launch that failed?)", strict_seed))
 
-    cmp = compare_outputs(ref_host, new_host, atol, rtol)
+    cmp = compare_outputs(ref_out, new_out, atol, rtol)
     rec["comparison"] = cmp
     rec["allclose"] = cmp["allclose"]
     # A candidate exact on part of its output (ModelNewHybrid) is judged by how much of it is;
     # the shapes and dtypes are equal here, so all elements equal is torch.equal.
-    rec["equal_elements"], rec["elements"] = count_equal(ref_host, new_host), ref_host.numel()
+    rec["equal_elements"], rec["elements"] = count_equal(ref_out, new_out), ref_out.numel()
     rec["bit_exact"] = rec["equal_elements"] == rec["elements"]
-    rec["pass_at"] = {f"{t:g}": pass_at(ref_host, new_host, t) for t in SWEEP_TOLS}
-    rec["kernelbench_pass"] = pass_at(ref_host, new_host, kb_tol)
+    rec["pass_at"] = {f"{t:g}": pass_at(ref_out, new_out, t) for t in SWEEP_TOLS}
+    rec["kernelbench_pass"] = pass_at(ref_out, new_out, kb_tol)
     if not cmp["allclose"]:
         rec["reasons"].append("mismatch")
 
@@ -394,7 +393,7 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     # changed. Only earlier outputs that were right for their own inputs count: a
     # candidate that is wrong the same way every time (all zeros) is not caching.
     # The history keeps fingerprints, not outputs (8 outputs of each model need not fit anywhere).
-    ref_print, new_print = fingerprint(ref_host), fingerprint(new_host)
+    ref_print, new_print = fingerprint(ref_out), fingerprint(new_out)
     if any(same_fingerprint(old_new, new_print) and not same_fingerprint(old_ref, ref_print)
            for old_ref, old_new in history):
         rec["reasons"].insert(rec["reasons"].index("mismatch") if "mismatch" in rec["reasons"] else len(rec["reasons"]),
@@ -405,17 +404,17 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     x = pristine[0] if pristine and isinstance(pristine[0], torch.Tensor) else None
     truth = None
     if colsum64 is not None and x is not None and x.dim() == 2 and x.shape[1] == colsum64.shape[0] \
-            and ref_host.shape == (x.shape[0], 1):
+            and ref_out.shape == (x.shape[0], 1):
         truth = oracle_output(x, None, oracle_scale, colsum64)
     elif oracle_model is not None:
         try:
             truth = oracle_model(*double_inputs(pristine))
         except Exception:  # noqa: BLE001 - an op without float64 support: no oracle for this trial
             truth = None
-        if not isinstance(truth, torch.Tensor) or truth.shape != ref_host.shape:
+        if not isinstance(truth, torch.Tensor) or truth.shape != ref_out.shape:
             truth = None
     if truth is not None:
-        rec["oracle"] = {"reference": oracle_error(ref_host, truth), "candidate": oracle_error(new_host, truth)}
+        rec["oracle"] = {"reference": oracle_error(ref_out, truth), "candidate": oracle_error(new_out, truth)}
 
     rec["status"] = "fail" if rec["reasons"] else "pass"
     return out

@@ -20,8 +20,17 @@ def json_float(v: float) -> Any:
 
 
 # Elements compared at a time: the fp64 temporaries of a chunk, not of a whole output
-# (five outputs' worth in fp64 for a 6 GB output would not fit beside the rest).
+# (five outputs' worth in fp64 for a 6 GB output would not fit beside the rest). On a GPU the
+# statistics run beside the two outputs, so its chunks are smaller: their temporaries stay
+# within COMPARISON_BYTES_PER_ELEMENT * DEVICE_CHUNK of device memory.
 COMPARE_CHUNK = 1 << 24
+DEVICE_CHUNK = 1 << 22
+COMPARISON_BYTES_PER_ELEMENT = 48  # measured: 26 (fp32) and 38 (fp64) on the CPU, torch.isclose the largest
+
+
+def chunk_elements(t: torch.Tensor) -> int:
+    """How many elements of t a chunk takes: COMPARE_CHUNK on the host, DEVICE_CHUNK elsewhere."""
+    return COMPARE_CHUNK if t.device.type == "cpu" else DEVICE_CHUNK
 
 
 def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float) -> dict:
@@ -35,26 +44,29 @@ def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: flo
     total = ref_flat.numel()
     n_fail, all_zero = 0, True
     maxima, finite_maxima, sums = [], [], []
-    worst_ratio, flat = None, 0
-    for k, (r_chunk, n_chunk) in enumerate(chunks(ref_flat, new_flat)):
-        begin = k * COMPARE_CHUNK
+    worst_ratio, flat, begin = None, 0, 0
+    for r_chunk, n_chunk in chunks(ref_flat, new_flat):
         n_fail += int((~torch.isclose(r_chunk, n_chunk, atol=atol, rtol=rtol)).sum().item())
         all_zero = all_zero and bool((n_chunk == 0).all().item())
-        ref64, new64 = r_chunk.double(), n_chunk.double()
-        diff = (ref64 - new64).abs()
-        allowed = atol + rtol * new64.abs()
+        # Two fp64 temporaries alive at a time, the rest in place on them, never on the outputs
+        # (.double() of an fp64 output is the output itself): COMPARISON_BYTES_PER_ELEMENT.
+        diff = (r_chunk.double() - n_chunk.double()).abs_()
+        allowed = n_chunk.double().abs().mul_(rtol).add_(atol)
         maxima.append(diff.max())
         sums.append(diff.sum())
-        finite = diff[torch.isfinite(diff)]
-        if finite.numel():
-            finite_maxima.append(finite.max())
+        finite_max = torch.nan_to_num(diff, nan=-math.inf, posinf=-math.inf).max()
+        if finite_max.item() > -math.inf:
+            finite_maxima.append(finite_max)
         # The worst element is the one furthest outside its own allowance (|diff| / allowed),
         # not the largest |diff|: near-zero outputs fail with small differences.
-        ratio = torch.where(torch.isnan(diff) | torch.isnan(allowed), torch.full_like(diff, math.inf), diff / allowed)
+        invalid = diff.isnan() | allowed.isnan()
+        ratio = diff.div_(allowed).masked_fill_(invalid, math.inf)
+        del allowed, invalid
         at = int(torch.argmax(ratio).item())
         value = ratio[at].item()
         if worst_ratio is None or value > worst_ratio or (math.isnan(value) and not math.isnan(worst_ratio)):
             worst_ratio, flat = value, begin + at
+        begin += r_chunk.numel()
     index = list(torch.unravel_index(torch.tensor(flat), tuple(ref.shape))) if ref.dim() else []
     index = [int(i) for i in index]
     r, n = (ref_flat[flat].double().item(), new_flat[flat].double().item()) if total else (0.0, 0.0)
@@ -98,7 +110,7 @@ def fingerprint(t: torch.Tensor) -> tuple:
     parts = [c for (c,) in chunks(flat)]  # no whole-size fp64 copy
     total = sum(torch.nansum(c, dtype=torch.float64).item() for c in parts)
     return (tuple(t.shape), t.dtype, total, sum(int(c.isnan().sum()) for c in parts),
-            flat[picks].nan_to_num(nan=0.0).clone())
+            flat[picks].nan_to_num(nan=0.0).cpu())  # on the host: the history holds no device memory
 
 
 def same_fingerprint(a: tuple, b: tuple) -> bool:
@@ -123,10 +135,12 @@ def changed_inputs(before: list, after: list) -> list[dict]:
 
 
 def chunks(*tensors: torch.Tensor):
-    """The tensors' flattened elements COMPARE_CHUNK at a time: lists of same-place slices."""
+    """The tensors' flattened elements a chunk at a time (chunk_elements of the first): lists
+    of same-place slices."""
     flats = [t.reshape(-1) for t in tensors]
-    for b in range(0, flats[0].numel(), COMPARE_CHUNK):
-        yield [f[b:b + COMPARE_CHUNK] for f in flats]
+    size = chunk_elements(flats[0])
+    for b in range(0, flats[0].numel(), size):
+        yield [f[b:b + size] for f in flats]
 
 
 def allclose(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float) -> bool:
@@ -160,6 +174,11 @@ def count_nonfinite(ref: torch.Tensor, new: torch.Tensor) -> tuple[int, int]:
     return bad, bad_new
 
 
+def nan_where_finite(ref: torch.Tensor, new: torch.Tensor) -> bool:
+    """Whether new is NaN somewhere ref is finite, in chunks."""
+    return any(bool((n.isnan() & r.isfinite()).any()) for r, n in chunks(ref, new))
+
+
 def count_equal(ref: torch.Tensor, new: torch.Tensor) -> int:
     """How many elements of two same-shape tensors are equal, COMPARE_CHUNK at a time."""
     return sum(int((r == n).sum()) for r, n in chunks(ref, new))
@@ -178,11 +197,12 @@ def oracle_output(x: torch.Tensor, weight: Optional[torch.Tensor], scale: float,
 
 
 def oracle_error(out: torch.Tensor, truth: torch.Tensor) -> dict:
-    """RMS and largest error against the fp64 truth, COMPARE_CHUNK elements at a time."""
+    """RMS and largest error against the fp64 truth, a chunk at a time; the truth may be on
+    another device (the host) than the output: each chunk of the output goes to it."""
     out_flat, truth_flat = out.reshape(-1), truth.reshape(-1)
     squares, maxima = [], []
-    for o, t in chunks(out_flat, truth_flat):
-        err = o.double() - t
+    for t, o in chunks(truth_flat, out_flat):
+        err = o.to(t.device).double() - t
         squares.append(err.pow(2).sum().item())
         maxima.append(err.abs().max())
     if not maxima:

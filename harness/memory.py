@@ -1,8 +1,9 @@
 """Memory: what a check needs, worked out before anything runs.
 
 The check keeps on the device one copy of the inputs, the reference's output and the
-candidate's output (and both models' parameters); the pristine inputs, the outputs' host
-copies, the fp64 oracle, the history and the statistics stay on the host. `estimate_bytes`
+candidate's output (and both models' parameters), and compares the outputs there a chunk at a
+time; the pristine inputs, the fp64 oracle, the history and --strict's answers stay on the
+host. `estimate_bytes`
 works the sizes out on torch's meta device (no memory, no compute); `refuse_if_too_big`
 stops a problem that cannot fit, with the numbers, instead of letting it fail half-way with
 an OOM (on the device, or on the host where the operating system kills the process);
@@ -15,7 +16,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from harness.compare import COMPARE_CHUNK
+from harness.compare import COMPARE_CHUNK, COMPARISON_BYTES_PER_ELEMENT, DEVICE_CHUNK
 from harness.problem import CheckError
 from harness.protocol import to_device
 from harness.strict import ANSWER_BUDGET_BYTES
@@ -34,8 +35,9 @@ def tensor_bytes(objs: Any) -> int:
 
 def estimate_bytes(ref_cls: type, init_inputs: list, make_inputs: Callable, dtype: torch.dtype,
                    keep_integer_inputs: bool = False) -> Optional[dict]:
-    """The device bytes of one check: one copy of the inputs, two outputs and two models'
-    parameters, each in the check's precision. The output's size comes from the reference
+    """The device bytes of one check: one copy of the inputs, two outputs, two models'
+    parameters, each in the check's precision, and a comparison chunk's temporaries (on a GPU;
+    on the CPU host_bytes counts them). The output's size comes from the reference
     run on the meta device; when it cannot run there, the largest input stands for it
     (`output_known` False). None when even the inputs cannot be drawn on the meta device."""
     try:
@@ -56,15 +58,17 @@ def estimate_bytes(ref_cls: type, init_inputs: list, make_inputs: Callable, dtyp
     largest_input = max([tensor_bytes(x) for x in inputs] + [0])
     output_bytes = output if output is not None else largest_input
     params = params or 0
+    elements = output_bytes // torch.empty((), dtype=dtype).element_size()
+    comparison = COMPARISON_BYTES_PER_ELEMENT * min(elements, DEVICE_CHUNK)
     return {"inputs": input_bytes, "output": output_bytes, "parameters": params, "output_known": output is not None,
-            "total": input_bytes + 2 * output_bytes + 2 * params}
+            "comparison": comparison, "total": input_bytes + 2 * output_bytes + 2 * params + comparison}
 
 
 def host_bytes(estimate: Optional[dict], device: torch.device, dtype: torch.dtype,
                strict: bool = False) -> Optional[dict]:
-    """The host bytes of one check: the pristine inputs and both outputs' host copies (on a
-    CPU device, also the device's set: one more input copy, an output's worth of masks and
-    the models' parameters); with --strict, the larger of that and its calls' set (the inputs,
+    """The host bytes of one check: the pristine inputs (on a CPU device, also the device's
+    set: one more input copy, both outputs, an output's worth of masks and the models'
+    parameters); with --strict, the larger of that and its calls' set (the inputs,
     the reference's answer, the output and the one before it) plus the answers it keeps; a
     comparison chunk's temporaries; apart, the fp64 oracle's inputs and output while it runs."""
     if estimate is None:
@@ -74,7 +78,7 @@ def host_bytes(estimate: Optional[dict], device: torch.device, dtype: torch.dtyp
     inputs, output, params = estimate["inputs"], estimate["output"], estimate["parameters"]
     temporaries = 64 * COMPARE_CHUNK  # a chunk's fp64 temporaries in the comparison, and masks
     # On the CPU at 19_ReLU's half size (3.2 GB in and out) a check peaked at 5.9x the input.
-    check = inputs + 2 * output + (inputs + output + 2 * params if on_cpu else 0)
+    check = inputs + (inputs + 3 * output + 2 * params if on_cpu else 0)
     if strict:
         calls = inputs * 2 + 5 * output + 2 * params if on_cpu else inputs + 3 * output
         check = max(check, calls) + min(ANSWER_BUDGET_BYTES, 8 * output)
@@ -127,5 +131,6 @@ def refuse_if_too_big(estimate: Optional[dict], free_bytes: int, device: str) ->
     raise CheckError(
         f"this problem cannot fit on {device}: the check needs {estimate['total'] / gib:.2f} GiB at once (the inputs "
         f"{estimate['inputs'] / gib:.2f} GiB, two outputs of {estimate['output'] / gib:.2f} GiB{guessed}, two models' "
-        f"parameters of {estimate['parameters'] / gib:.2f} GiB) and {free_bytes / gib:.2f} GiB is free; use smaller "
+        f"parameters of {estimate['parameters'] / gib:.2f} GiB, the comparison's temporaries of "
+        f"{estimate.get('comparison', 0) / gib:.2f} GiB) and {free_bytes / gib:.2f} GiB is free; use smaller "
         f"sizes (--set NAME=VALUE) or a device with more memory")

@@ -1,6 +1,7 @@
 """Memory: the estimate a check makes before it runs (on the meta device), the refusal of a
 problem that cannot fit on the device or the host, and what the check keeps on the device."""
 
+import os
 import sys
 
 import pytest
@@ -11,20 +12,61 @@ from harness import memory
 from harness.problem import CheckError, load_class
 from tests.cases import PROBLEMS
 
+ROOT = PROBLEMS.parent.parent
+
 
 def _problem(name):
     cls = load_class(f"{PROBLEMS / name}.py:Model", "Model")
     return cls, sys.modules[cls.__module__]
 
 
-def test_the_estimate_counts_one_input_copy_two_outputs_and_two_models():
+def test_the_estimate_counts_one_input_copy_two_outputs_two_models_and_a_comparison_chunk():
+    from harness.compare import COMPARISON_BYTES_PER_ELEMENT, DEVICE_CHUNK
+
     cls, module = _problem("gemm_epilogue")  # x (32, 64) -> (32, 48), Linear(64, 48)
     est = memory.estimate_bytes(cls, list(module.get_init_inputs()), module.get_inputs, torch.float32)
     assert est["output_known"] and est["inputs"] == 32 * 64 * 4 and est["output"] == 32 * 48 * 4
     assert est["parameters"] == (64 * 48 + 48) * 4
-    assert est["total"] == est["inputs"] + 2 * est["output"] + 2 * est["parameters"]
+    assert est["comparison"] == COMPARISON_BYTES_PER_ELEMENT * 32 * 48  # the whole output in one chunk
+    assert est["total"] == est["inputs"] + 2 * est["output"] + 2 * est["parameters"] + est["comparison"]
     half = memory.estimate_bytes(cls, list(module.get_init_inputs()), module.get_inputs, torch.float16)
-    assert half["total"] * 2 == est["total"]
+    assert half["comparison"] == est["comparison"]  # fp64 temporaries per element, whatever the dtype
+    assert (half["total"] - half["comparison"]) * 2 == est["total"] - est["comparison"]
+    big = memory.estimate_bytes(torch.nn.ReLU, [], lambda: [torch.rand(3 * DEVICE_CHUNK)], torch.float32)
+    assert big["comparison"] == COMPARISON_BYTES_PER_ELEMENT * DEVICE_CHUNK  # a chunk at a time, not the output
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_comparison_chunk_stays_within_its_bytes_per_element(dtype):
+    # The peak of one chunk's temporaries, measured as the peak resident memory of a fresh
+    # interpreter (large allocations mapped and unmapped one by one); torch's own first-use
+    # allocations fall in it too, so the bound is met with room to spare.
+    import subprocess
+
+    script = f"""
+import resource, torch
+from harness import compare
+n = 1 << 22
+compare.COMPARE_CHUNK = n
+torch.set_num_threads(1)
+torch.manual_seed(0)
+ref = torch.rand(n, dtype=torch.{dtype})
+new = ref.clone()
+new[::7] += 1e-3
+new[5] = float("nan")
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+compare.compare_outputs(ref, new, 1e-4, 1e-4)
+compare.pass_at(ref, new, 1e-4)
+compare.count_nonfinite(ref, new)
+compare.fingerprint(new)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base) / n)
+"""
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    from harness.compare import COMPARISON_BYTES_PER_ELEMENT
+
+    assert 0 < float(result.stdout) <= COMPARISON_BYTES_PER_ELEMENT, result.stdout
 
 
 def test_an_output_the_meta_device_cannot_compute_is_guessed_and_said_so():
@@ -44,23 +86,23 @@ def test_a_problem_that_cannot_fit_is_refused_with_its_numbers():
     memory.refuse_if_too_big(None, 0, "cuda:0")  # no estimate: nothing to refuse on
 
 
-def test_the_host_holds_the_pristine_inputs_and_two_outputs_and_the_oracle_twice_their_fp32_bytes():
+def test_the_host_holds_the_pristine_inputs_and_the_oracle_twice_their_fp32_bytes():
     from harness.compare import COMPARE_CHUNK
     from harness.strict import ANSWER_BUDGET_BYTES
 
     est = {"inputs": 3 * 2**30, "output": 2 * 2**30, "parameters": 2**30, "output_known": True, "total": 0}
     temporaries = 64 * COMPARE_CHUNK
-    gpu = memory.host_bytes(est, torch.device("cuda"), torch.float32)
-    assert gpu == {"check": 7 * 2**30 + temporaries, "oracle": 2 * 6 * 2**30}
+    gpu = memory.host_bytes(est, torch.device("cuda"), torch.float32)  # the outputs are compared on the GPU
+    assert gpu == {"check": 3 * 2**30 + temporaries, "oracle": 2 * 6 * 2**30}
     cpu = memory.host_bytes(est, torch.device("cpu"), torch.float32)  # the device's copies are host memory too
-    assert cpu["check"] == (7 + 3 + 2 + 2) * 2**30 + temporaries and cpu["oracle"] == gpu["oracle"]
+    assert cpu["check"] == (3 + 3 + 2 * 2 + 2 + 2) * 2**30 + temporaries and cpu["oracle"] == gpu["oracle"]
     assert memory.host_bytes(est, torch.device("cpu"), torch.float16)["oracle"] == 4 * 6 * 2**30
     assert memory.host_bytes(None, torch.device("cpu"), torch.float32) is None
     strict = memory.host_bytes(est, torch.device("cuda"), torch.float32, strict=True)  # its calls, its answers
-    assert strict["check"] == max(7, 3 + 3 * 2) * 2**30 + min(ANSWER_BUDGET_BYTES, 8 * 2 * 2**30) + temporaries
+    assert strict["check"] == max(3, 3 + 3 * 2) * 2**30 + min(ANSWER_BUDGET_BYTES, 8 * 2 * 2**30) + temporaries
     margin = memory.HOST_MARGIN
-    with pytest.raises(CheckError, match=r"cannot fit in host memory: the check needs 8.00 GiB .* 6.00 GiB is available"):
-        memory.refuse_if_host_too_small(gpu, 6 * 2**30)
+    with pytest.raises(CheckError, match=r"cannot fit in host memory: the check needs 4.00 GiB .* 3.00 GiB is available"):
+        memory.refuse_if_host_too_small(gpu, 3 * 2**30)
     assert memory.refuse_if_host_too_small(gpu, int(gpu["check"] * margin) + 1) is False  # the check fits, its oracle not
     assert memory.refuse_if_host_too_small(gpu, int((gpu["check"] + gpu["oracle"]) * margin) + 1) is True
     assert memory.refuse_if_host_too_small(None, 0) is True and memory.refuse_if_host_too_small(gpu, None) is True
@@ -146,6 +188,21 @@ def test_the_comparison_in_chunks_equals_the_whole(monkeypatch):
     for key in ("max_abs_diff", "max_abs_diff_finite"):
         assert chunked[key] == whole[key]
     assert chunked["mean_abs_diff"] == whole["mean_abs_diff"] == "nan"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_the_comparison_leaves_both_outputs_as_they_were(dtype):
+    from harness import compare
+
+    torch.manual_seed(0)
+    ref = torch.randn(64, 33, dtype=dtype)
+    new = (ref.double() + 1e-3 * torch.randn(64, 33, dtype=torch.float64)).to(dtype)
+    new[1, 2] = float("nan")
+    ref_before, new_before = ref.clone(), new.clone()
+    compare.compare_outputs(ref, new, 1e-4, 1e-4)
+    compare.oracle_error(new, ref.double())
+    assert torch.equal(ref, ref_before) and torch.equal(new.nan_to_num(), new_before.nan_to_num())
+    assert bool(new.isnan()[1, 2])
 
 
 def test_fingerprints_tell_outputs_apart_without_keeping_them():
