@@ -259,10 +259,21 @@ class ModelNewHybrid(ModelNewColsum):
         self.last_exact_rows = exact_rows
         return torch.where(exact_rows.unsqueeze(1), exact, approx)
 
+    def exactness(self) -> str:
+        """What the last forward returned, in words (check.py prints it beside its measurements)."""
+        if self.last_exact_rows is None:
+            return "the reference's bits on every row (ModelNew's path: no calibrated GEMM order here)"
+        mask = self.last_exact_rows
+        return (f"the reference's bits on {int(mask.sum())} of {mask.numel()} rows of the last forward (those near "
+                f"zero), the column-sum answer on the others, whose summed failure probability under the Gaussian "
+                f"error model is at most {hybrid_ops.BUDGET:.0e} a forward, {hybrid_ops.FAILURE_PER_CHECK:.0e} a "
+                f"{hybrid_ops.TRIALS_PER_CHECK}-trial KernelBench check")
+
     def forward(self, x):
         w = self.weight
         _check_input(self, w, x)
         if not self._takes_hybrid_path(x, w):
+            self.last_exact_rows = None
             return _exact_forward(x, w, self.scaling_factor)
         if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
             return _HybridFunction.apply(x, w, self)

@@ -253,6 +253,15 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
                 result["error"] = trial["_error"]
                 break
 
+    # What a candidate says of its own bits (ModelNewHybrid: which rows take the reference's
+    # path, and why the others pass), shown beside what the check measured, never instead of it.
+    claim = getattr(new_model, "exactness", None)
+    if callable(claim) and result["trials"]:
+        try:
+            result["candidate_says"] = str(claim())
+        except Exception as exc:  # noqa: BLE001 - a claim that cannot be made is reported as such
+            result["candidate_says"] = f"(its exactness() raised {type(exc).__name__}: {exc})"
+
     reasons = [r for t in result["trials"] for r in t["reasons"]]
     if strict_result is not None and not reasons:
         say(f"strict: extra calls on fresh inputs (strict seed {strict_seed}) ...")
@@ -629,6 +638,8 @@ def format_report(result: dict, max_rows: int = 20) -> str:
         if s["elements"] and s["bit_exact_trials"] < n:
             lines.append(f"outputs equal to the reference's bits: {s['equal_elements']}/{s['elements']} "
                          f"({100 * s['equal_elements'] / s['elements']:.1f}%)")
+        if result.get("candidate_says"):
+            lines.append(f"the candidate says of its bits: {result['candidate_says']}")
         lines.append(f"bit-exact trials: {s['bit_exact_trials']}/{n}; KernelBench check "
                      f"(allclose {cfg['kernelbench_tol']:g}): {s['kernelbench_trials_passed']}/{n} trials")
         lines.append("pass rate per trial: " + ", ".join(

@@ -189,15 +189,28 @@ def test_hybrid_passes_kernelbench_and_its_exact_rows_are_the_references(kind):
         assert torch.equal(got[exact], want[exact])
         if kind == "near zero":
             assert bool(exact.all())
+        assert hyb.exactness().startswith(f"the reference's bits on {int(exact.sum())} of 1024 rows")
 
 
 @pytest.mark.gpu
 def test_hybrid_falls_back_where_the_order_is_not_the_single_chain():
     ref, hyb = _pair(8192, 8192, device="cuda")
+    hyb(torch.rand(1024, 8192, device="cuda"))  # a hybrid forward first: the fallback must not keep its rows
     x = torch.rand(128, 8192, device="cuda")  # cuBLAS splits k at 128 rows
     with pytest.warns(UserWarning, match="ModelNew's exact path"):
         out = hyb(x)
     assert torch.equal(out, ref(x))
+    assert hyb.last_exact_rows is None and hyb.exactness().startswith("the reference's bits on every row")
+
+
+def test_check_reports_what_the_hybrid_says_of_its_bits():
+    import check
+
+    r = check.run_check(model="modelnew:ModelNewHybrid", trials=1, device="cpu",
+                        sets={"batch_size": 4, "input_size": 64, "hidden_size": 32})
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["candidate_says"].startswith("the reference's bits on every row (ModelNew's path")
+    assert "the candidate says of its bits: the reference's bits on every row" in check.format_report(r)
 
 
 @pytest.mark.gpu
