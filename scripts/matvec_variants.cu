@@ -3,7 +3,7 @@
 // its work, behind a C ABI, so that scripts/matvec_variants.py can time them against
 // the library, torch.mv and Inductor in one process. fp32 x, fp64 column sums.
 //   nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Ikernels -o matvec_variants.so scripts/matvec_variants.cu
-#include "device_math.cuh"
+#include "bulk_copy.cuh"
 
 #include <algorithm>
 #include <cstdint>

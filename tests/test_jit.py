@@ -142,7 +142,7 @@ def test_compile_while_a_background_build_is_pending(tmp_path):
     assert "PENDING ['tail_cuda_autograd'] COMPILED_EQUAL True" in out, out + err
 
 
-@pytest.mark.parametrize("module,edited", [("tail_cpu", "tail_cpu.cpp"), ("tail_cuda", "tail_kernels.cuh"),
+@pytest.mark.parametrize("module,edited", [("tail_cpu", "tail_cpu.cpp"), ("tail_cuda", "fused_reduce_lean.cuh"),
                                            ("colsum_cpu", "colsum.h"), ("colsum_cuda", "colsum.cu")])
 def test_key_follows_sources_and_headers(tmp_path, monkeypatch, module, edited):
     monkeypatch.setattr(jit, "_cuda_arch", lambda: "90")  # CUDA modules' keys without a GPU
