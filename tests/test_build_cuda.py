@@ -20,7 +20,7 @@ _TAIL_BUILDS: dict = {}
 def _tail_variants_build(tmp_path_factory, torch_version: int) -> str:
     """ptxas's report of scripts/tail_variants.cu for sm_90 (the library's launcher, kernels/fused_reduce.cu,
     with every kernel it instantiates, and the experiments' kernels), built without torch's include
-    paths; once per release group and session, shared by the tests below."""
+    paths; once per release group in a test run, shared by the tests below."""
     if torch_version not in _TAIL_BUILDS:
         out = tmp_path_factory.mktemp(f"tail{torch_version}")
         cmd = [NVCC, "-c", str(jit.SOURCE_DIR.parent / "scripts" / "tail_variants.cu"), "-o", str(out / "t.o"),

@@ -35,7 +35,7 @@ extern "C" void kb14_dispatch(int dtype, long long rows, long long cols, long lo
 """
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dispatch_lib():
     if GXX is None:
         pytest.skip("g++ not installed")
