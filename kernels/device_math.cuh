@@ -1,5 +1,5 @@
-// Device helpers shared by the CUDA sources of this folder. No torch headers: the
-// kernels compile with nvcc alone (fast, and testable without torch).
+// Device helpers shared by the CUDA sources of this folder (experiments add theirs in scripts/).
+// No torch headers: the kernels compile with nvcc alone (fast, and testable without torch).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -197,16 +197,11 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0
 #endif
 }
 
-// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine,
-// under `policy` (0: none), without waiting or writing anything (sm_90 and newer).
-__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes, uint64_t policy = 0) {
+// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine, without
+// waiting or writing anything (sm_90 and newer).
+__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (policy) {
-    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(policy)
-                 : "memory");
-  } else {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-  }
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 #endif
 }
 
@@ -220,7 +215,7 @@ __device__ __forceinline__ unsigned sm_count() {
 // Warming L2 behind a draining kernel, before griddepcontrol.wait: thread 0 of each block
 // b < SMs asks L2 for `bytes` of `row`, its own first row. Safe before the wait, as every SM's
 // writes land in L2. The column-sum matvec warms so always (colsum.cu); the tail only
-// behind another warmed launch (tail_kernels.cuh's gate).
+// behind another warmed launch (fused_reduce_lean.cuh's gate).
 __device__ __forceinline__ void warm_first_row_per_sm(const void* row, uint32_t bytes) {
   if (threadIdx.x == 0 && blockIdx.x < sm_count()) bulk_prefetch_to_l2(row, bytes);
 }
@@ -233,7 +228,7 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
 }
 
 // %globaltimer in units of 1024 ns, in 32 bits: the clock of the warming gates' records
-// (tail_kernels.cuh, scripts/matvec_variants.cu).
+// (fused_reduce_lean.cuh, scripts/matvec_variants.cu).
 __device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
 
 // Programmatic dependent launch (sm_90+; no-ops before): wait until the kernels this

@@ -42,13 +42,9 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
   }
 }
 
-// The reference's quotients of the two 16-bit elements packed in one word, widened back
-// to float, when 1 / divisor is a power of two for which packed_quotient_exact holds: one
-// packed multiply instead of two float multiplies and two roundings to 16 bits. The same
-// bits: the reference rounds y * inv to float, then to 16 bits, but for such an inv the
-// float product is exact (an exponent shift of y within float's range), so only the
-// rounding to 16 bits acts, and the packed multiply (mul.rn.{f16,bf16}x2, subnormals kept)
-// rounds once, the same way.
+// The reference's quotients of the two 16-bit elements of a word, widened to float, by one packed
+// multiply where packed_quotient_exact holds: there y * inv is exact in float, so the reference's
+// only rounding is to 16 bits, which mul.rn.{f16,bf16}x2 does once, the same way.
 template <typename scalar_t>
 __device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, uint32_t inv_pair) {
   if constexpr (std::is_same_v<scalar_t, __half>) {
@@ -120,10 +116,8 @@ __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int 
   }
 }
 
-// Where row r's aligned vectors start and how many there are. The reference's quotient
-// is a fresh tensor: its row r starts (r * cols) mod V elements past a vector boundary;
-// the V - shift elements before the next boundary are the row's head, the elements
-// after its last whole vector its tail.
+// Where row r's aligned vectors start and how many there are: in the reference's fresh quotient row r
+// starts (r * cols) mod V elements past a vector boundary (the head before it, the tail after them).
 template <int V, bool kShifted>
 struct LeanRow {
   int shift = 0;
@@ -200,10 +194,8 @@ __device__ __forceinline__ void record_warmed_trigger(const LeanArgs<scalar_t>& 
     *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(a.launch_serial) << 32 | warm_clock();
 }
 
-// The end of a block row: the 512 logical threads' leaves meet in the reference's block tree
-// (kOrder: each warp's lanes first, or the warps first) and thread 0 stores the row's result.
-// smem: kLeanWarps floats where lanes go first, else kLeanBlock. Every thread of the block calls
-// it (a barrier).
+// The end of a block row: the leaves meet in the reference's block tree (kOrder) and thread 0 stores
+// the result. Every thread calls it (a barrier).
 constexpr int kLeanRowTreeFloats = kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock;
 
 template <typename scalar_t>
@@ -257,13 +249,9 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   if constexpr (kWarm) warm_behind_warmed_launch(a, r, row, static_cast<uint32_t>(U * kLeanBlock * sizeof(W)));
   wait_for_prior_grids();
   lean_load<U, kStep, kExactRows>(buf, row, t, geo.nvec, policy);
-  // The row's head and tail belong to the first warp's lanes (the reference's
-  // should_reduce_tail); the head is added first, the tail after the vectors. A block row
-  // reads both while the vectors fly, and takes their quotients only once all three are
-  // asked for: read after the vectors, the tail kept the first warp, and so the whole block,
-  // one more memory latency (results/kernel_notes.md); its quotient taken at
-  // once held the head's load back by another (fixed in bf8b046). Warp rows read the tail after
-  // the vectors (early, it spilled the wide kernel).
+  // The head and tail belong to the first warp's lanes (should_reduce_tail), added first and last. A
+  // block row loads them with its vectors, saving a memory latency; a warp row loads them after (early,
+  // they spilled the wide kernel). results/kernel_notes.md, "The edge elements of shifted rows".
   const bool owns_edges = kShifted && (kWarpRows || warp == 0);
   const auto owns_head = [&] { return owns_edges && geo.shift > 0 && lane >= geo.shift && lane < V; };
   const auto owns_tail = [&] { return owns_edges && lane < (a.cols - geo.base) % V; };
@@ -340,10 +328,8 @@ __device__ __forceinline__ void split_lane_add(float (&acc)[kSplitLaneThreadAccu
   }
 }
 
-// The end of a row whose lane l keeps its accumulators on threads 4 l .. 4 l + 3 (acc: thread
-// t's): they meet in lean_leaf's order on thread 4 l, and the 32 lane leaves go through the
-// reference's shuffle tree in the first warp, which stores the row's result. Every thread of
-// the block calls it (a barrier).
+// The end of a split-lane row: lane l's accumulators meet on thread 4 l in lean_leaf's order, the 32
+// lane leaves in the reference's shuffle tree. Every thread calls it (a barrier).
 template <typename scalar_t, int kAcc>
 __device__ __forceinline__ void split_lane_store(const float (&acc)[kAcc], int t, int lane,
                                                  float (&lane_leaves)[kWarp], const LeanArgs<scalar_t>& a, int r) {
@@ -368,15 +354,8 @@ __device__ __forceinline__ void split_lane_store(float acc, int t, int lane, flo
   split_lane_store(one, t, lane, lane_leaves, a, r);
 }
 
-// kStaged: the row's whole vectors are first copied into shared memory (one bulk copy
-// on sm_90, the staged kernel's; before, each thread copies vectors t, t + 128, ...), and each
-// thread adds its elements from there: the staged kernel's copy with 128 threads adding
-// instead of 32 (U unused). Against staged_warp_rows_kernel (results/kernel_notes.md),
-// back to back 0.08-0.24 us faster at 512-1024 rows of 4096-5001 columns and
-// 0.17-0.22 at 16 x 7000 and 64 x 8000, within 0.05 at 1024 x 2049-3001 and 100-256 x 3000;
-// single calls after a read flush 0.06-0.22 faster at four of five shapes, a tie at 1024 x 3000.
-// The library stages fp32 rows only: 16-bit rows staged were slower than unstaged (run91).
-// kPackedMul: 16-bit quotients two per multiply (lean_add_vector's).
+// kStaged: the row's whole vectors are first copied into shared memory (one bulk copy on sm_90, else
+// each thread's cp.async), then added from there (U unused). kPackedMul: as lean_add_vector's.
 template <int U, int kMinBlocks, bool kShifted = false, bool kStaged = false, typename scalar_t = float,
           bool kPackedMul = false>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<scalar_t> a) {
