@@ -9,6 +9,8 @@ exists. Prints the kernels before and after and, per kernel, identical or differ
 if a kept kernel's SASS differs.
 
     python scripts/compare_builds.py [--base 39a345c] [--torch-version 209 213]
+
+Needs nvcc, and cuobjdump with nvdisasm on PATH (a CUDA toolkit's, or pip's nvidia-cuda-nvdisasm); no GPU.
 """
 
 from __future__ import annotations
