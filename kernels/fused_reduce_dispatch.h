@@ -21,7 +21,7 @@ namespace tail {
 // threads, four a lane (SplitLanes*).
 enum class Leaf : int {
   kGeneral,
-  kBlockRows,          // kLeanRowLoads vectors in flight per thread
+  kBlockRows,          // lean_row_loads(V) vectors in flight per thread
   kBlockRowsOneChunk,  // rows of exactly one round of loads: loop-free
   kBlockRowsWarm,      // the same, warming L2 behind another warmed launch (fp32, programmatic)
   kBlockRowsFive,      // fp32 rows of five vectors per thread, all in flight
@@ -78,12 +78,16 @@ inline bool packed_quotient_exact(float inv, bool half) {
   return mantissa == 0.5f && exponent - 1 >= lowest && exponent - 1 <= highest;
 }
 
+// fp32 warp rows that the staged or split-lane kernels take: more vectors per lane than the deep
+// kernel keeps in flight, up to kStagedMaxRows rows whose vectors fit in shared memory.
+inline bool staged_rows(int64_t rows, int64_t cols, int V) {
+  return rows <= kStagedMaxRows && cols > kDeepWarpRowLoads * kWarp * V && (cols / V) * 16 <= kStagedRowBytes;
+}
+
 // Split-lane loads for fp32 warp rows (0: none): one round of loads beats two; kernel_notes.md,
 // "How many loads in flight for split lanes".
 inline int split_lane_loads(int64_t rows, int64_t cols, int V) {
-  const bool staged = rows <= kStagedMaxRows && cols > kDeepWarpRowLoads * kWarp * V &&
-                      (cols / V) * 16 <= kStagedRowBytes;
-  if (!staged || rows < 128) return 0;
+  if (!staged_rows(rows, cols, V) || rows < 128) return 0;
   const int64_t share = ceil_div(cols, kSplitLaneThreads);
   if (share <= 32) return cols % V != 0 && share > 24 ? 32 : 0;  // shifted rows copy slowly when staged
   if (rows <= 256) return share <= 48 ? 48 : 64;
@@ -133,8 +137,7 @@ inline Config dispatch(const Call& c) {
   const bool four_vectors_a_lane = cols >= 4 * kWarp * V;  // below, deeper kernels hold no more in flight
   if (fp32) {
     if (const int loads = split_lane_loads(rows, cols, V)) return take(Leaf::kSplitLanes, loads);
-    if (rows <= kStagedMaxRows && cols > kDeepWarpRowLoads * kWarp * V && (cols / V) * 16 <= kStagedRowBytes)
-      return take(Leaf::kSplitLanesStaged, 1);
+    if (staged_rows(rows, cols, V)) return take(Leaf::kSplitLanesStaged, 1);
     if (rows > kDeepWarpRowMaxRows && four_vectors_a_lane) return take(Leaf::kWarpRowsWide, kWideWarpRowLoads);
     if (four_vectors_a_lane) return take(Leaf::kWarpRowsDeep, kDeepWarpRowLoads);
   } else if (rows <= kDeepWarpRowMaxRows && four_vectors_a_lane) {
