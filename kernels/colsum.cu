@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kMatvecThreads, kMatvecBlocksPerSM) colsum_mat
 // blocks fit on an SM, so KernelBench's 1024 rows run in one wave; more than two
 // loads per thread in flight no longer fit the registers. 4- and 8-byte types (the
 // 2-byte types' widening needs more registers; they take the general kernel). As the
-// tail's lean kernel (tail_kernels.cuh): x, read once, is loaded evict-first (`.cs`,
+// tail's lean kernel (fused_reduce_lean.cuh): x, read once, is loaded evict-first (`.cs`,
 // which needs no policy register; a flush's dirty lines then stay in L2 instead of
 // being written back under our reads; the tail measured it as fast as its own), and
 // on sm_90 the kernel launches as a programmatic dependent that waits for the previous
@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(kThreads, 8) colsum_matvec_aligned_kernel(cons
 // kWarm (fp32): back to back, a programmatic dependent's blocks are placed while the
 // previous kernel drains and wait for its end, the memory bus idle meanwhile. Block
 // b < SMs asks L2 for its first row (one bulk prefetch) before the wait: a prefetch is
-// safe there, as every SM's writes land in L2. Unlike the tail's (tail_kernels.cuh), it
+// safe there, as every SM's writes land in L2. Unlike the tail's (fused_reduce_lean.cuh), it
 // has no gate: timed single calls measured no slower (matvec_variants run10-12, us, 1024 x
 // 8192, taken in turn, minus the unwarmed kernel: -0.06 after a read flush, -0.13 under
 // KernelBench's timing, -0.86 under do_bench; back to back 8.38 against 9.32). The kernel

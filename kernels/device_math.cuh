@@ -1,10 +1,12 @@
-// Device helpers shared by the CUDA sources of this folder. No torch headers: the
-// kernels compile with nvcc alone (fast, and testable without torch).
+// Device helpers shared by the CUDA sources of this folder (experiments add theirs in scripts/).
+// No torch headers: the kernels compile with nvcc alone (fast, and testable without torch).
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include "device_shape.h"
 
 #include <atomic>
 #include <cstdint>
@@ -22,15 +24,6 @@ template <> __device__ __forceinline__ __half round_to<__half>(float v) { return
 template <> __device__ __forceinline__ __nv_bfloat16 round_to<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
 }
-
-// What the launch plans read off the GPU.
-struct DeviceShape {
-  int multiprocessors;
-  int max_threads_per_multiprocessor;
-  int compute_major;
-};
-
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The device properties the launch plans read, queried once per device (after that, one
 // atomic load per call). Returns the CUDA error of the query, if any.
@@ -204,33 +197,11 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0
 #endif
 }
 
-// Thread 0 sets up n mbarriers of one arrival each for the copy engine; the whole block
-// then waits for them (a barrier: every thread must reach it).
-__device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < n; ++i) mbarrier_init(&bars[i], 1);
-    fence_mbarrier_init();
-  }
-  __syncthreads();
-}
-
-// Orders this thread's earlier shared-memory accesses before later bulk copies into it.
-__device__ __forceinline__ void fence_proxy_async_shared() {
+// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine, without
+// waiting or writing anything (sm_90 and newer).
+__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-#endif
-}
-
-// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine,
-// under `policy` (0: none), without waiting or writing anything (sm_90 and newer).
-__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes, uint64_t policy = 0) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (policy) {
-    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(policy)
-                 : "memory");
-  } else {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-  }
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 #endif
 }
 
@@ -244,7 +215,7 @@ __device__ __forceinline__ unsigned sm_count() {
 // Warming L2 behind a draining kernel, before griddepcontrol.wait: thread 0 of each block
 // b < SMs asks L2 for `bytes` of `row`, its own first row. Safe before the wait, as every SM's
 // writes land in L2. The column-sum matvec warms so always (colsum.cu); the tail only
-// behind another warmed launch (tail_kernels.cuh's gate).
+// behind another warmed launch (fused_reduce_lean.cuh's gate).
 __device__ __forceinline__ void warm_first_row_per_sm(const void* row, uint32_t bytes) {
   if (threadIdx.x == 0 && blockIdx.x < sm_count()) bulk_prefetch_to_l2(row, bytes);
 }
@@ -257,48 +228,8 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
 }
 
 // %globaltimer in units of 1024 ns, in 32 bits: the clock of the warming gates' records
-// (tail_kernels.cuh, scripts/matvec_variants.cu).
+// (fused_reduce_lean.cuh, scripts/matvec_variants.cu).
 __device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
-
-// A warp's copy of n 16-byte vectors from global to shared memory. kBulk, on sm_90 and
-// newer: the copy engine moves them all (one bulk copy, issued by lane 0, completing on
-// the mbarrier `landed`), so no lane issues a copy per vector. Otherwise each lane copies
-// vectors lane, lane + 32, ... (copy_to_shared_async). After warp_staged_copy_wait each
-// lane may read the vectors it would have copied itself (after a bulk copy: all of them).
-template <bool kBulk>
-__device__ __forceinline__ void warp_staged_copy_init(uint64_t* landed, int lane) {
-  if constexpr (kBulk && kHasBulkCopy) {
-    if (lane == 0) {
-      mbarrier_init(landed, 1);
-      fence_mbarrier_init();
-    }
-    __syncwarp();
-  }
-}
-
-template <bool kBulk, typename W>
-__device__ __forceinline__ void warp_staged_copy(W* dst, const W* src, int n, int lane, uint64_t* landed,
-                                                 uint64_t policy) {
-  static_assert(sizeof(W) == 16, "bulk copies move multiples of 16 bytes from 16-byte boundaries");
-  if constexpr (kBulk && kHasBulkCopy) {
-    if (lane == 0) {
-      const uint32_t bytes = static_cast<uint32_t>(n) * sizeof(W);
-      mbarrier_arrive_expecting(landed, bytes);
-      if (n > 0) bulk_copy_to_shared(dst, src, bytes, landed, policy);
-    }
-  } else {
-    for (int k = lane; k < n; k += 32) copy_to_shared_async(dst + k, src + k, policy);
-  }
-}
-
-template <bool kBulk>
-__device__ __forceinline__ void warp_staged_copy_wait(uint64_t* landed) {
-  if constexpr (kBulk && kHasBulkCopy) {
-    mbarrier_wait(landed);
-  } else {
-    wait_for_own_copies();
-  }
-}
 
 // Programmatic dependent launch (sm_90+; no-ops before): wait until the kernels this
 // one depends on have finished and their writes are visible; let the next kernel's

@@ -125,8 +125,8 @@ def keep_only_dtype(lines: list[str], dtype_case: str) -> list[str]:
 
 TAIL_BINDING = """\
 // The file's entry point of kb14::div_sum_scale (fused_reduce_cuda.cpp), bound by load_inline.
-at::Tensor div_sum_scale(const at::Tensor& y, double divisor, double scale) {
-  return kb14::div_sum_scale_cuda(y, divisor, scale);
+at::Tensor div_sum_scale(const at::Tensor& y, double divisor, double scale, bool pdl) {
+  return kb14::div_sum_scale_cuda(y, divisor, scale, pdl);
 }"""
 
 HYBRID_BINDING = """\
@@ -431,20 +431,21 @@ def check_runnable_input(x):
                         "export it again with --dtype")
 
 
-def div_sum_scale(y, divisor, scale):
-    """torch.sum(y / divisor, 1, keepdim=True) * scale with the reference's bits (and gradient)."""
+def div_sum_scale(y, divisor, scale, pdl=True):
+    """torch.sum(y / divisor, 1, keepdim=True) * scale with the reference's bits (and gradient);
+    pdl: launched as a programmatic dependent of the stream's previous kernel."""
     if torch.is_grad_enabled() and y.requires_grad:
-        return _DivSumScale.apply(y, divisor, scale)
-    return extension().div_sum_scale(y, float(divisor), float(scale))
+        return _DivSumScale.apply(y, divisor, scale, pdl)
+    return extension().div_sum_scale(y, float(divisor), float(scale), pdl)
 
 
 class _DivSumScale(torch.autograd.Function):
     """The fused tail with the library's backward (the reference's chain rule, op for op)."""
 
     @staticmethod
-    def forward(ctx, y, divisor, scale):
-        _setup_context(ctx, (y, divisor, scale), None)
-        return extension().div_sum_scale(y, float(divisor), float(scale))
+    def forward(ctx, y, divisor, scale, pdl):
+        _setup_context(ctx, (y, divisor, scale, pdl), None)
+        return extension().div_sum_scale(y, float(divisor), float(scale), pdl)
 
     @staticmethod
     def backward(ctx, grad):
@@ -465,7 +466,7 @@ class ModelNew(nn.Module):
         w = self.weight
         _check_input(self, w, x)
         check_runnable_input(x)
-        return div_sum_scale(torch.matmul(x, w.T), DIVISOR, self.scaling_factor)
+        return div_sum_scale(torch.matmul(x, w.T), DIVISOR, self.scaling_factor, pdl=False)  # a plain launch behind the GEMM
 '''
 
 HYBRID_CLASS = '''
@@ -554,7 +555,7 @@ class ModelNew(nn.Module):
             x, stats.vectors[0], stats.model_vectors, stats.scalars, float(scale), KAPPA, tail_depth(w.shape[0]),
             float(SIGMA_FACTOR), float(ATOL), float(RTOL), float(BUDGET))
         y = extension().rows_gemm(x, w, rows, count)
-        exact = extension().div_sum_scale(y, float(DIVISOR), float(self.scaling_factor))
+        exact = extension().div_sum_scale(y, float(DIVISOR), float(self.scaling_factor), True)
         self.last_exact_rows = exact_rows
         return torch.where(exact_rows.unsqueeze(1), exact, approx)
 
@@ -563,7 +564,7 @@ class ModelNew(nn.Module):
         _check_input(self, w, x)
         check_runnable_input(x)
         if not takes_hybrid_path(x, w):
-            return div_sum_scale(torch.matmul(x, w.T), DIVISOR, self.scaling_factor)
+            return div_sum_scale(torch.matmul(x, w.T), DIVISOR, self.scaling_factor, pdl=False)
         if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
             return _HybridFunction.apply(x, w, self)
         return self._hybrid_forward(x, w)

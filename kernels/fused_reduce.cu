@@ -1,54 +1,150 @@
-// The launcher of kb14::div_sum_scale on CUDA: `torch.sum(y / d, 1, keepdim=True) * s`
-// in one pass over y, with the reference's bits. The kernels and their launch plans
-// are in tail_kernels.cuh; this file picks the plan for a call and launches it. No
-// torch headers: the op around it (checks, output, device guard, stream, autograd)
-// is fused_reduce_cuda.cpp, compiled by the host compiler alongside.
+// The launcher of kb14::div_sum_scale on CUDA: `torch.sum(y / d, 1, keepdim=True) * s` in one
+// pass over y, with the reference's bits. fused_reduce_dispatch.h picks the configuration of a
+// call; the switch below instantiates each one. No torch headers: the op around it (checks,
+// output, device guard, stream, autograd) is fused_reduce_cuda.cpp, compiled alongside.
 
-#include "tail_kernels.cuh"
-#include "tail_launch.h"
+#include "fused_reduce_launch.h"
+#include "fused_reduce_lean.cuh"
 
+#include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 namespace kb14 {
 namespace {
 
-// The comparison switch, read once per process: KB14_TAIL_PATH=general sends every
-// shape to the general kernels (the lean path must return the same bits).
-bool general_only() {
-  static const bool general = [] {
-    const char* path = std::getenv("KB14_TAIL_PATH");
-    return path != nullptr && std::strcmp(path, "general") == 0;
-  }();
-  return general;
+using namespace tail;
+
+// A number for each warmed launch of this process (LeanArgs::launch_serial).
+uint32_t next_launch_serial() {
+  static std::atomic<uint32_t> serial{0};
+  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-template <typename cuda_t>
-cudaError_t launch_typed(const TailCall& c, TailScratch scratch, void* context, cudaStream_t stream) {
-  using acc_t = typename tail::Arith<cuda_t>::acc_t;
-  DeviceShape prop;
-  if (const cudaError_t err = query_device_shape(c.device, &prop); err != cudaSuccess) return err;
-  const tail::Plan p = tail::plan_reference_sum(c.rows, c.cols, tail::kInputVec<cuda_t>, prop);
+// Calls launch(packed, shifted) with the configuration's flags as std::bool_constant; packed
+// exists for 16-bit types only, shifted only where rows may start mid-vector (kAlignedRows: not).
+template <typename scalar_t, bool kAlignedRows, typename Launch>
+cudaError_t with_flags(const Config& c, Launch&& launch) {
+  const auto shifted = [&](auto packed) {
+    if constexpr (!kAlignedRows) {
+      if (c.shifted) return launch(packed, std::true_type{});
+    }
+    return launch(packed, std::false_type{});
+  };
+  if constexpr (sizeof(scalar_t) == 2) {
+    if (c.packed) return shifted(std::true_type{});
+  }
+  return shifted(std::false_type{});
+}
+
+template <typename scalar_t, int U, bool kWarpRows, bool kExactRows = false, int kBlock = kLeanBlock,
+          int kMinBlocks = kLeanBlocksPerSm, bool kWarm = false>
+cudaError_t launch_lean_rows(const Config& c, const LeanArgs<scalar_t>& a, cudaStream_t stream) {
+  constexpr int V = kInputVec<scalar_t>;
+  const auto grid = static_cast<unsigned>(kWarpRows ? ceil_div(a.rows, kBlock / kWarp) : a.rows);
+  return with_flags<scalar_t, kExactRows>(c, [&](auto packed, auto shifted) {
+    return launch_programmatic(lean_rows_kernel<scalar_t, V, U, kWarpRows, decltype(shifted)::value,
+                                                decltype(packed)::value, kExactRows, kBlock, kMinBlocks, kWarm>,
+                               dim3(grid), dim3(kBlock), 0, stream, c.programmatic, a);
+  });
+}
+
+// kStaged: the row's whole vectors in shared memory first (U unused).
+template <int U, int kMinBlocks = split_lane_min_blocks(U), bool kStaged = false, typename scalar_t>
+cudaError_t launch_split_lanes(const Config& c, const LeanArgs<scalar_t>& a, cudaStream_t stream) {
+  constexpr int V = kInputVec<scalar_t>;
+  const size_t smem = kStaged ? size_t(a.cols / V) * sizeof(typename RawVec<sizeof(scalar_t) * V>::type) : 0;
+  return with_flags<scalar_t, false>(c, [&](auto packed, auto shifted) {
+    return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, decltype(shifted)::value, kStaged, scalar_t,
+                                                      decltype(packed)::value>,
+                               dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), smem, stream,
+                               c.programmatic, a);
+  });
+}
+
+template <typename scalar_t>
+cudaError_t launch_leaf(const Config& c, const Args<scalar_t>& g, cudaStream_t stream) {
+  constexpr int V = kInputVec<scalar_t>;
+  constexpr bool kFloat = std::is_same_v<scalar_t, float>, k16Bit = sizeof(scalar_t) == 2;
+  if constexpr (sizeof(scalar_t) < 8) {
+    const LeanArgs<scalar_t> a{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(g.rows),
+                               static_cast<int>(g.cols), g.inv, g.scale, 0};
+    constexpr int U = lean_row_loads(V);
+    switch (c.leaf) {
+      case Leaf::kGeneral: break;
+      case Leaf::kBlockRows: return launch_lean_rows<scalar_t, U, false>(c, a, stream);
+      case Leaf::kBlockRowsOneChunk: return launch_lean_rows<scalar_t, U, false, true>(c, a, stream);
+      case Leaf::kWarpRows: return launch_lean_rows<scalar_t, kLeanWarpRowLoads, true>(c, a, stream);
+      case Leaf::kBlockRowsWarm:
+        if constexpr (kFloat) {
+          LeanArgs<scalar_t> warmed = a;
+          warmed.launch_serial = next_launch_serial();
+          return launch_lean_rows<scalar_t, U, false, true, kLeanBlock, kLeanBlocksPerSm, true>(c, warmed, stream);
+        }
+        break;
+      case Leaf::kBlockRowsFive:
+        if constexpr (kFloat)
+          return launch_lean_rows<scalar_t, kFiveVectorLoads, false, false, kLeanBlock, kFiveVectorBlocksPerSm>(
+              c, a, stream);
+        break;
+      case Leaf::kBlockRowsDeep:
+        if constexpr (k16Bit)
+          return launch_lean_rows<scalar_t, kDeepBlockRowLoads, false, false, kLeanBlock, kDeepBlockRowBlocksPerSm>(
+              c, a, stream);
+        break;
+      case Leaf::kWarpRowsDeep:
+        if constexpr (kFloat)
+          return launch_lean_rows<scalar_t, kDeepWarpRowLoads, true, false, kDeepWarpRowBlock>(c, a, stream);
+        break;
+      case Leaf::kWarpRowsWide:
+        if constexpr (kFloat)
+          return launch_lean_rows<scalar_t, kWideWarpRowLoads, true, false, kWideWarpRowBlock>(c, a, stream);
+        break;
+      case Leaf::kSplitLanes:
+        if constexpr (kFloat) {
+          if (c.loads == 32) return launch_split_lanes<32>(c, a, stream);
+          if (c.loads == 48) return launch_split_lanes<48>(c, a, stream);
+          if (c.loads == 64) return launch_split_lanes<64>(c, a, stream);
+        } else {
+          if (c.loads == 8) return launch_split_lanes<8>(c, a, stream);
+          if (c.loads == 16) return launch_split_lanes<16>(c, a, stream);
+        }
+        return cudaErrorInvalidValue;
+      case Leaf::kSplitLanesStaged:
+        if constexpr (kFloat) return launch_split_lanes<1, 1, true>(c, a, stream);
+        break;
+    }
+    if (c.leaf != Leaf::kGeneral) return cudaErrorInvalidValue;  // no such leaf for this type
+  }
+  return launch_general<scalar_t, V>(c.plan, g, stream, c.programmatic);
+}
+
+template <typename scalar_t>
+cudaError_t launch_typed(const TailCall& call, const Config& c, TailScratch scratch, void* context,
+                         cudaStream_t stream) {
+  using acc_t = typename Arith<scalar_t>::acc_t;
   acc_t* partials = nullptr;
-  if (p.ctas > 1) {
-    partials = static_cast<acc_t*>(scratch(context, p.rows * p.ctas, static_cast<int>(sizeof(acc_t))));
+  if (c.plan.ctas > 1) {
+    partials = static_cast<acc_t*>(scratch(context, c.plan.rows * c.plan.ctas, static_cast<int>(sizeof(acc_t))));
     if (partials == nullptr) return cudaErrorMemoryAllocation;
   }
-  const tail::Args<cuda_t> a =
-      tail::planned_args(p, static_cast<const cuda_t*>(c.y), c.row_stride, c.col_stride, static_cast<cuda_t*>(c.out),
-                         c.out_stride, c.divisor, c.scale, partials);
-  return tail::launch_planned(p, a, prop, stream, general_only());
+  const Args<scalar_t> a = planned_args(c.plan, static_cast<const scalar_t*>(call.y), call.row_stride,
+                                        call.col_stride, static_cast<scalar_t*>(call.out), call.out_stride,
+                                        call.divisor, call.scale, partials);
+  return launch_leaf(c, a, stream);
 }
 
 }  // namespace
 
 cudaError_t launch_div_sum_scale(const TailCall& call, TailScratch scratch, void* context, cudaStream_t stream) {
+  DeviceShape device;
+  if (const cudaError_t err = query_device_shape(call.device, &device); err != cudaSuccess) return err;
+  const Config c = dispatch({call.dtype, call.rows, call.cols, call.row_stride, call.col_stride,
+                             reinterpret_cast<uintptr_t>(call.y), call.divisor, device, KB14_TORCH_VERSION, call.pdl});
   switch (call.dtype) {
-    case TailDtype::kFloat: return launch_typed<float>(call, scratch, context, stream);
-    case TailDtype::kDouble: return launch_typed<double>(call, scratch, context, stream);
-    case TailDtype::kHalf: return launch_typed<__half>(call, scratch, context, stream);
-    case TailDtype::kBFloat16: return launch_typed<__nv_bfloat16>(call, scratch, context, stream);
+    case TailDtype::kFloat: return launch_typed<float>(call, c, scratch, context, stream);
+    case TailDtype::kDouble: return launch_typed<double>(call, c, scratch, context, stream);
+    case TailDtype::kHalf: return launch_typed<__half>(call, c, scratch, context, stream);
+    case TailDtype::kBFloat16: return launch_typed<__nv_bfloat16>(call, c, scratch, context, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -5,7 +5,7 @@
 // tail_autograd_cuda.cpp: its headers would double this unit's compile time.
 
 #include "div_sum_scale.h"
-#include "tail_launch.h"
+#include "fused_reduce_launch.h"
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -51,7 +51,7 @@ void* allocate_scratch(void* context, int64_t elements, int bytes_each) {
   return s->tensor.mutable_data_ptr();
 }
 
-at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale) {
+at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale, bool pdl) {
   check_div_sum_scale_inputs(y);
   const c10::cuda::CUDAGuard guard(y.device());
   if (y.size(0) == 0 || !fused_path_applies(y)) {
@@ -70,6 +70,7 @@ at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale)
   call.out_stride = out.stride(0);
   call.divisor = divisor;
   call.scale = scale;
+  call.pdl = pdl;
   Scratch scratch{y.options(), at::Tensor()};
   C10_CUDA_CHECK(launch_div_sum_scale(call, &allocate_scratch, &scratch, c10::cuda::getCurrentCUDAStream()));
   return out;

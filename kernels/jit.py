@@ -87,17 +87,20 @@ MODULES = {
     "tail_cpu": Module("cpu", "div_sum_scale's CPU kernel", ("tail_cpu.cpp",), (), (), True, 5),
     "tail_cuda": Module("cuda", "div_sum_scale's CUDA kernels and op", ("fused_reduce_cuda.cpp",),
                         ("fused_reduce.cu",),
-                        ("error_message.h", "div_sum_scale.h", "tail_launch.h", "device_math.cuh",
-                         "tail_kernels.cuh"), False, 8, after=("tail_cuda_autograd",)),
+                        ("error_message.h", "div_sum_scale.h", "fused_reduce_launch.h", "device_shape.h",
+                         "device_math.cuh", "fused_reduce_order.h", "fused_reduce_dispatch.h",
+                         "fused_reduce_general.cuh", "fused_reduce_lean.cuh"), False, 8,
+                        after=("tail_cuda_autograd",)),
     "tail_cuda_autograd": Module("cuda", "div_sum_scale's C++ autograd for CUDA tensors",
                                  ("tail_autograd_cuda.cpp",), (), (), False, 14),
     "colsum_cpu": Module("cpu", "the column-sum CPU kernels and op", ("colsum.cpp",), (),
                          ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h"), False, 18),
     "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
-                          ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_math.cuh",
+                          ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_shape.h", "device_math.cuh",
                            "cuda_common.cuh"), False, 25),
     "hybrid_cuda": Module("cuda", "the hybrid model's CUDA kernels and ops", ("hybrid_cuda.cpp",), ("hybrid.cu",),
-                          ("error_message.h", "div_sum_scale.h", "device_math.cuh", "cuda_common.cuh"), False, 25),
+                          ("error_message.h", "div_sum_scale.h", "device_shape.h", "device_math.cuh", "cuda_common.cuh"),
+                          False, 25),
 }
 
 
@@ -194,16 +197,15 @@ def nvcc_split_parts() -> int:
 def nvcc_flags(arch: str, torch_version: int | None = None) -> list[str]:
     """nvcc's flags for a module's CUDA unit on GPU architecture `arch` ("90" for sm_90).
 
-    The reduction order to reproduce depends on the torch release (tail_kernels.cuh;
+    The reduction order to reproduce depends on the torch release (fused_reduce_order.h;
     default: the installed one); the architecture is given as an -gencode flag (torch
-    then adds none of its own); programmatic launches exist from sm_90, and only the
-    kernels of the launch kind this architecture takes are compiled. The device code is
+    then adds none of its own). The device code is
     optimised in nvcc_split_parts() parts at once (--split-compile): a fixed count, as the
     code nvcc generates depends on it, not on the machine's cores."""
     version = torch_order() if torch_version is None else torch_version
     parts = nvcc_split_parts()
     return ["-O3", "--fmad=false", f"-DKB14_TORCH_VERSION={version}",
-            f"-DKB14_PROGRAMMATIC_LAUNCH={int(int(arch) >= 90)}", f"-gencode=arch=compute_{arch},code=sm_{arch}",
+            f"-gencode=arch=compute_{arch},code=sm_{arch}",
             *([f"--split-compile={parts}"] if parts > 1 else [])]
 
 

@@ -35,12 +35,17 @@ def as_number(value, what: str) -> float:
     return float(value)
 
 
-def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> torch.Tensor:
+def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0, pdl: bool = True) -> torch.Tensor:
     """`torch.sum(y / divisor, dim=1, keepdim=True) * scale`, fused into one pass.
 
     Returns the same shape, dtype, device and bits as that expression for a 2-D
     floating-point `y` (float32, float64, float16, bfloat16), on CPU and CUDA. A
     wrong rank raises ValueError, a wrong dtype TypeError (from the op itself).
+
+    `pdl`: on sm_90 and newer, launch as a programmatic dependent of the stream's previous
+    kernel (the caller's choice: it gains 0.4-0.7 us tail after tail and costs 0.3-0.4 us
+    behind a GEMM that writes y; results/kernel_notes.md, "The programmatic launch").
+    The bits are the same either way.
     """
     if not isinstance(y, torch.Tensor):
         raise TypeError(f"div_sum_scale: y must be a torch.Tensor, got {type(y).__name__}")
@@ -48,15 +53,17 @@ def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0) -> 
         divisor = as_number(divisor, "div_sum_scale: divisor")
     if type(scale) is not float:
         scale = as_number(scale, "div_sum_scale: scale")
+    if type(pdl) is not bool:
+        raise TypeError(f"div_sum_scale: pdl must be a bool, got {type(pdl).__name__}")
     # The C++ autograd, built after the first CUDA call, is loaded by the next eager call
     # once built; torch.compile traces past it (a Future's lock cannot be traced).
     if jit.background_builds and not torch.compiler.is_compiling():
         jit.load_finished_builds()
-    return OP(y, divisor, scale)
+    return OP(y, divisor, scale, pdl)
 
 
 @torch.library.register_fake(OP_NAME)
-def _fake(y, divisor, scale):
+def _fake(y, divisor, scale, pdl=True):
     torch._check(y.dim() == 2, lambda: f"div_sum_scale: y must be 2-D, got {y.dim()}-D")
     torch._check(
         y.dtype in FLOAT_DTYPES,
@@ -85,12 +92,12 @@ schema._first_use_kernel("div_sum_scale", tail_cpu.check_inputs)
 
 
 def _setup_context(ctx, inputs, output):
-    y, divisor, scale = inputs
+    y, divisor, scale = inputs[:3]
     ctx.sizes, ctx.divisor, ctx.scale = y.shape, divisor, scale
 
 
 def _backward(ctx, grad):
-    return torch.div(torch.mul(grad, ctx.scale).expand(ctx.sizes), ctx.divisor), None, None
+    return torch.div(torch.mul(grad, ctx.scale).expand(ctx.sizes), ctx.divisor), None, None, None
 
 
 torch.library.register_autograd(OP_NAME, _backward, setup_context=_setup_context, lib=schema.IMPL)
@@ -98,10 +105,10 @@ torch.library.register_autograd(OP_NAME, _backward, setup_context=_setup_context
 
 class _DivSumScale(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, y, divisor, scale):
-        _setup_context(ctx, (y, divisor, scale), None)
+    def forward(ctx, y, divisor, scale, pdl):
+        _setup_context(ctx, (y, divisor, scale, pdl), None)
         with torch._C._AutoDispatchBelowAutograd():
-            return OP(y, divisor, scale)
+            return OP(y, divisor, scale, pdl)
 
     @staticmethod
     def backward(ctx, grad):
@@ -113,13 +120,13 @@ _CPU_KEY = torch._C.DispatchKey.CPU
 _grad_enabled = torch.is_grad_enabled
 
 
-def _autograd_cpu(keyset, y, divisor, scale):
+def _autograd_cpu(keyset, y, divisor, scale, pdl=True):
     if y.requires_grad and _grad_enabled():
-        return _DivSumScale.apply(y, divisor, scale)
+        return _DivSumScale.apply(y, divisor, scale, pdl)
     below = keyset & _AFTER_AUTOGRAD
     if below.highestPriorityTypeId() == _CPU_KEY:
         return tail_cpu.div_sum_scale_cpu(y, divisor, scale)
-    return OP.redispatch(below, y, divisor, scale)
+    return OP.redispatch(below, y, divisor, scale, pdl)
 
 
 schema.IMPL.impl(OP_NAME.split("::")[1], _autograd_cpu, "AutogradCPU", with_keyset=True)

@@ -17,7 +17,7 @@ import torch
 from kernels import jit
 
 LIB = torch.library.Library("kb14", "DEF")  # noqa: TOR901 - the schemas are ours
-LIB.define("div_sum_scale(Tensor y, float divisor, float scale) -> Tensor")
+LIB.define("div_sum_scale(Tensor y, float divisor, float scale, bool pdl=True) -> Tensor")
 LIB.define("colsum(Tensor weight) -> Tensor")
 LIB.define("colsum_matvec(Tensor x, Tensor colsum, float scale) -> Tensor")
 LIB.define("hybrid_rows(Tensor x, Tensor colsum, Tensor vectors, Tensor scalars, float scale, float kappa, "

@@ -17,12 +17,12 @@ namespace kb14 {
 namespace {
 
 // The kernel for y's device, below the autograd key:
-at::Tensor div_sum_scale_below_autograd(const at::Tensor& y, double divisor, double scale) {
+at::Tensor div_sum_scale_below_autograd(const at::Tensor& y, double divisor, double scale, bool pdl) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("kb14::div_sum_scale", "")
-                             .typed<at::Tensor(const at::Tensor&, double, double)>();
+                             .typed<at::Tensor(const at::Tensor&, double, double, bool)>();
   const at::AutoDispatchBelowADInplaceOrView below_autograd;
-  return op.call(y, divisor, scale);
+  return op.call(y, divisor, scale, pdl);
 }
 
 // The backward is the reference's chain rule, op for op (MulBackward, SumBackward,
@@ -30,11 +30,11 @@ at::Tensor div_sum_scale_below_autograd(const at::Tensor& y, double divisor, dou
 class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& y, double divisor,
-                            double scale) {
+                            double scale, bool pdl) {
     ctx->saved_data["sizes"] = y.sym_sizes();
     ctx->saved_data["divisor"] = divisor;
     ctx->saved_data["scale"] = scale;
-    return div_sum_scale_below_autograd(y, divisor, scale);
+    return div_sum_scale_below_autograd(y, divisor, scale, pdl);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -43,14 +43,14 @@ class DivSumScaleFunction : public torch::autograd::Function<DivSumScaleFunction
     const double divisor = ctx->saved_data["divisor"].toDouble();
     const double scale = ctx->saved_data["scale"].toDouble();
     at::Tensor grad_y = at::div(at::mul(grads[0], scale).expand_symint(sizes), divisor);
-    return {grad_y, at::Tensor(), at::Tensor()};
+    return {grad_y, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
-at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale) {
+at::Tensor div_sum_scale_autograd(const at::Tensor& y, double divisor, double scale, bool pdl) {
   // No graph to record: straight to the kernel, without an autograd node.
-  if (!(at::GradMode::is_enabled() && y.requires_grad())) return div_sum_scale_below_autograd(y, divisor, scale);
-  return DivSumScaleFunction::apply(y, divisor, scale);
+  if (!(at::GradMode::is_enabled() && y.requires_grad())) return div_sum_scale_below_autograd(y, divisor, scale, pdl);
+  return DivSumScaleFunction::apply(y, divisor, scale, pdl);
 }
 
 }  // namespace

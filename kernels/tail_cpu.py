@@ -70,7 +70,8 @@ def _load():
     return fn
 
 
-def div_sum_scale_cpu(y: torch.Tensor, divisor: float, scale: float) -> torch.Tensor:
+def div_sum_scale_cpu(y: torch.Tensor, divisor: float, scale: float, pdl: bool = True) -> torch.Tensor:
+    """The op on CPU tensors (`pdl`, a CUDA launch kind, does not apply)."""
     kernel = _kernel or _load()
     check_inputs(y)
     rows, cols = y.shape

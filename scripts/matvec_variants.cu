@@ -3,7 +3,7 @@
 // its work, behind a C ABI, so that scripts/matvec_variants.py can time them against
 // the library, torch.mv and Inductor in one process. fp32 x, fp64 column sums.
 //   nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Ikernels -o matvec_variants.so scripts/matvec_variants.cu
-#include "device_math.cuh"
+#include "bulk_copy.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -127,7 +127,7 @@ int launch(const float* x, long long rows, long long row_stride, int nvec, const
 // 40 registers and 1024 x 2 with U = 2 takes 32, each with 16 bytes of spills; 512 x 2 with
 // two rows ahead 64, none. Slower (results/kernel_notes.md, the column-sum path).
 //
-// kWarm (the tail's warming, kernels/tail_kernels.cuh): block b < SMs asks L2 for its first
+// kWarm (the tail's warming, kernels/fused_reduce_lean.cuh): block b < SMs asks L2 for its first
 // row (one bulk prefetch) before the wait; kWarmAlways always, kWarmGated only where the
 // record left by the previous warmed launch's last block (its serial number and time, just
 // before its trigger) is another launch's and under kMatvecWarmWindow units of 1024 ns old;
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
 }
 
-// One block per row, as the tail's loop-free kernel (kernels/tail_kernels.cuh): thread t
+// One block per row, as the tail's loop-free kernel (kernels/fused_reduce_lean.cuh): thread t
 // loads its four vectors of the row (rows of exactly 4 * 512 vectors), then multiplies each
 // by its four column sums read from L1 (the 64 KB of fp64 sums serve every block of an SM)
 // in the resident kernel's order: the library's bits. With no column sums held in

@@ -1,16 +1,45 @@
 // The tail's kernels without torch, behind a C ABI, so that scripts/tail_variants.py can
 // time physical mappings against each other and against Inductor in one process
-// without building the library. Build (KB14_TORCH_VERSION as for the library):
+// without building the library. The library's own launcher (kernels/fused_reduce.cu, its
+// dispatch and switch) is compiled in; the variants below change a configuration the
+// dispatch returned, or launch kernels of their own. Build (KB14_TORCH_VERSION as for the library):
 //   nvcc -O3 --fmad=false -arch=sm_90 -shared -Xcompiler -fPIC -DKB14_TORCH_VERSION=211 \
 //        -Ikernels -o tail_variants.so scripts/tail_variants.cu
-#include "tail_kernels.cuh"
+#include "bulk_copy.cuh"
+#include "fused_reduce.cu"
 
 using namespace kb14;
 using namespace kb14::tail;
 
+namespace kb14 {
 namespace {
 
 __global__ void empty_kernel() {}
+
+template <typename T>
+LeanArgs<T> lean_args(const Args<T>& g) {
+  return LeanArgs<T>{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(g.rows), static_cast<int>(g.cols),
+                     g.inv, g.scale, 0};
+}
+
+// The flags of a lean launch as the dispatch sets them, programmatic.
+template <typename T>
+Config lean_config(const LeanArgs<T>& a) {
+  constexpr int V = kInputVec<T>;
+  Config c;
+  c.packed = sizeof(T) == 2 && packed_quotient_exact(a.inv, std::is_same_v<T, __half>);
+  c.shifted = a.cols % V != 0;
+  c.programmatic = true;
+  return c;
+}
+
+template <typename T, typename Launch>
+int with_packed_mul(const LeanArgs<T>& a, Launch&& launch) {
+  if (lean_config(a).packed) {
+    if constexpr (sizeof(T) == 2) return launch(std::true_type{});
+  }
+  return launch(std::false_type{});
+}
 
 // Sums y's words in any order, U loads in flight per thread over a grid-stride loop.
 template <int U, bool kEvictFirst>
@@ -24,7 +53,11 @@ __global__ void __launch_bounds__(kLeanBlock) unordered_read_kernel(const uint4*
     uint4 b[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      lean_load_one<kEvictFirst ? LeanLoad::kStreamingNc : LeanLoad::kCached>(b[u], y + i + u * stride, policy);
+      if constexpr (kEvictFirst) {
+        lean_load_one(b[u], y + i + u * stride, policy);
+      } else {
+        b[u] = __ldg(y + i + u * stride);
+      }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) acc += __uint_as_float(b[u].x) + __uint_as_float(b[u].y) + __uint_as_float(b[u].z) + __uint_as_float(b[u].w);
@@ -116,7 +149,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm)
   }
   wait_for_prior_grids();
   uint4 buf[U];
-  lean_load<U, kLeanBlock, kLeanLoad, true>(buf, row, tid, U * kLeanBlock, policy);
+  lean_load<U, kLeanBlock, true>(buf, row, tid, U * kLeanBlock, policy);
   allow_dependent_launch();
   const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
   float acc[V];
@@ -272,7 +305,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanA
   for (int j = 0; j < kRows; ++j) {
     if (j < rows) {
       const uint4* row = reinterpret_cast<const uint4*>(a.y + int64_t(first + j) * a.row_stride);
-      lean_load<U, kLeanBlock, kLeanLoad, true>(buf[j], row, tid, U * kLeanBlock, policy);
+      lean_load<U, kLeanBlock, true>(buf[j], row, tid, U * kLeanBlock, policy);
     }
   }
   allow_dependent_launch();
@@ -320,30 +353,13 @@ int launch_multi_row(const Plan& p, const LeanArgs<T>& a, cudaStream_t stream) {
 // The lean kernel with U vectors in flight per logical thread, a block per row or (kWarpRows)
 // a warp per row in kBlock-thread blocks (registers for kMinBlocks blocks per SM), the library's
 // loads, programmatic launch; -1 where the plan maps rows the other way. The same additions
-// in the same order as the library's choice. kExactRows: rows of exactly U vectors per thread
-// (no bounds checks, no loop; what the library launches for fp32 rows of 8192).
+// in the same order as the library's choice. kExactRows: rows of exactly U vectors per thread.
 template <typename T, int V, int U, bool kWarpRows, bool kExactRows = false, int kBlock = kLeanBlock,
           int kMinBlocks = kLeanBlocksPerSm>
 int launch_lean_mapping(const Plan& p, const Args<T>& g, cudaStream_t stream) {
   if (p.split_y == kWarpRows) return -1;
   const LeanArgs<T> a = lean_args(g);
-  return launch_lean_variant<T, V, U, kLeanLoad, true, kWarpRows, kExactRows, kBlock, kMinBlocks>(a, stream);
-}
-
-// The loop-free block-row kernel (fp32 and 16-bit rows of exactly one chunk) with its
-// griddepcontrol instructions (kKernelWaits) and the programmatic launch attribute
-// (kLaunchAttr) chosen apart, to find which of the two a single call pays for. Without the
-// wait, a programmatic launch may read y before the kernel before it has finished: only
-// for timing after kernels that do not write y.
-template <typename T, int V, bool kKernelWaits, bool kLaunchAttr>
-int launch_programmatic_probe(const Plan& p, const Args<T>& g, cudaStream_t stream) {
-  const LeanArgs<T> a = lean_args(g);
-  if (!p.split_y || !lean_rows_are_one_chunk<V>(a.cols)) return -1;
-  return with_lean_flags<T, V, true>(a, [&](auto packed, auto shifted) {
-    return launch_programmatic(lean_rows_kernel<T, V, kLeanRowU<V>, kLeanLoad, kKernelWaits, false,
-                                                decltype(shifted)::value, decltype(packed)::value, true>,
-                               dim3(static_cast<unsigned>(a.rows)), dim3(kLeanBlock), 0, stream, kLaunchAttr, a);
-  });
+  return launch_lean_rows<T, U, kWarpRows, kExactRows, kBlock, kMinBlocks>(lean_config(a), a, stream);
 }
 
 template <typename T>
@@ -351,11 +367,20 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
         long long out_stride, double divisor, double scale, const DeviceShape& prop, int grid_cap,
         void* partials, cudaStream_t stream) {
   constexpr int V = kInputVec<T>;
-  const Plan p = plan_reference_sum(rows, cols, V, prop);
+  constexpr TailDtype kDtype = sizeof(T) == 4 ? TailDtype::kFloat
+                               : std::is_same_v<T, __half> ? TailDtype::kHalf : TailDtype::kBFloat16;
+  const Config lib = dispatch({kDtype, rows, cols, row_stride, 1, reinterpret_cast<uintptr_t>(y), divisor, prop,
+                               KB14_TORCH_VERSION, true});
+  const Plan& p = lib.plan;
   const Args<T> a = planned_args(p, static_cast<const T*>(y), row_stride, 1, static_cast<T*>(out), out_stride, divisor,
                                  scale, static_cast<typename Arith<T>::acc_t*>(partials));
   if (variant == 0 || variant == 30) return launch_general<T, V>(p, a, stream, variant == 30);
-  if (variant == 6) return launch_planned(p, a, prop, stream);  // what the library launches
+  if (variant == 6) return launch_leaf(lib, a, stream);  // what the library launches
+  if (variant == 49) {  // the library's kernels launched plainly (pdl=False)
+    Config plain = lib;
+    plain.programmatic = false;
+    return launch_leaf(plain, a, stream);
+  }
   if (variant == 9) {
     empty_kernel<<<static_cast<unsigned>(rows), kLeanBlock, 0, stream>>>();
     return cudaGetLastError();
@@ -386,7 +411,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     }
     return -1;
   }
-  if (!lean_path_applies<T, V>(p, a)) return -1;
+  if (lib.leaf == Leaf::kGeneral) return -1;
   if (variant >= 68 && variant <= 80) {  // the loop-free block rows, the first rows warming a row in L2
     const LeanArgs<T> la = lean_args(a);
     const int sms = prop.multiprocessors;
@@ -424,8 +449,8 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     }
   }
   if (variant == 25) {
-    if (!lean_rows_are_one_chunk<V>(a.cols)) return -1;
-    return launch_lean_mapping<T, V, kLeanRowU<V>, false, true>(p, a, stream);
+    if (a.cols != lean_row_loads(V) * V * kLeanBlock) return -1;
+    return launch_lean_mapping<T, V, lean_row_loads(V), false, true>(p, a, stream);
   }
   // Block-per-row rows (looped) with U = 4, 4 or 8 vectors in flight per thread, registers
   // for 3, 2 or 2 blocks per SM, on every block-row plan; 62 is the library's deep block-row
@@ -433,7 +458,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
   if (variant == 60) return launch_lean_mapping<T, V, 4, false, false, kLeanBlock, 3>(p, a, stream);
   if (variant == 61) return launch_lean_mapping<T, V, 4, false, false, kLeanBlock, 2>(p, a, stream);
   if (variant == 62)
-    return launch_lean_mapping<T, V, kDeepBlockRowU, false, false, kLeanBlock, kDeepBlockRowBlocksPerSm>(p, a, stream);
+    return launch_lean_mapping<T, V, kDeepBlockRowLoads, false, false, kLeanBlock, kDeepBlockRowBlocksPerSm>(p, a, stream);
   if (variant == 27) {  // fp32 only: 16-bit types spill at 32 registers
     if constexpr (sizeof(T) == 4) return launch_lean_mapping<T, V, 3, true>(p, a, stream);
     return -1;
@@ -449,120 +474,76 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y) return -1;
       switch (variant) {
-        case 50: return launch_split_lane_rows<32, true>(la, stream);
-        case 51: return launch_split_lane_rows<16, true, 12>(la, stream);
-        case 52: return launch_split_lane_rows<64, true>(la, stream);
-        case 53: return launch_split_lane_rows<48, true>(la, stream);
-        case 54: return launch_split_lane_rows<64, true, 6>(la, stream);
-        default: return launch_split_lane_rows<48, true, 8>(la, stream);  // 55
+        case 50: return launch_split_lanes<32>(lean_config(la), la, stream);
+        case 51: return launch_split_lanes<16, 12>(lean_config(la), la, stream);
+        case 52: return launch_split_lanes<64>(lean_config(la), la, stream);
+        case 53: return launch_split_lanes<48>(lean_config(la), la, stream);
+        case 54: return launch_split_lanes<64, 6>(lean_config(la), la, stream);
+        default: return launch_split_lanes<48, 8>(lean_config(la), la, stream);  // 55
       }
     }
     return -1;
   }
   if (variant == 85) {  // split_lane_rows_kernel staged (the library's fp32 staged rows since 6726213)
     const LeanArgs<T> la = lean_args(a);
-    if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes) return -1;
-    return launch_staged_split_lane_rows<true>(la, stream);
+    if (p.split_y || int64_t(la.cols / V) * 16 > kStagedRowBytes) return -1;
+    if constexpr (std::is_same_v<T, float>) return launch_split_lanes<1, 1, true>(lean_config(la), la, stream);
+    return -1;
   }
   if (variant == 86 || variant == 87) {  // split_lane_rows_kernel on 16-bit warp-per-row plans, 8 or 16 loads
     if constexpr (sizeof(T) == 2) {
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y) return -1;
-      return variant == 86 ? launch_split_lane_rows<8, true>(la, stream) : launch_split_lane_rows<16, true>(la, stream);
+      return variant == 86 ? launch_split_lanes<8>(lean_config(la), la, stream)
+                           : launch_split_lanes<16>(lean_config(la), la, stream);
     }
     return -1;
   }
-  if (variant == 48) return launch_programmatic_probe<T, V, false, true>(p, a, stream);
-  if (variant == 49) return launch_programmatic_probe<T, V, true, false>(p, a, stream);
-  if (variant == 38 || variant == 44) {
-    if constexpr (sizeof(T) * V == 16) {  // the staged kernel copies 16-byte vectors
-      const LeanArgs<T> la = lean_args(a);
-      if (p.split_y || staged_row_bytes<T, V>(la.cols) > kStagedRowBytes || (variant == 44 && sizeof(T) != 4)) return -1;
-      return variant == 44 ? launch_staged_warp_rows<T, V, true, false>(la, stream)  // per-lane copies, as before sm_90
-                           : launch_staged_warp_rows<T, V, true>(la, stream);
-    }
-    return -1;
-  }
-  LeanOptions opt;
-  opt.programmatic_launch = variant != 1 && variant != 2;
-  opt.exact_rows = variant != 26;
-  opt.deep_warp_rows = variant != 37;
-  opt.staged_warp_rows = variant != 37;
-  opt.split_lane_rows = variant != 37;
-  opt.wide_warp_rows = variant != 37 && variant != 45;
-  opt.five_vector_rows = variant != 39;
-  opt.deep_block_rows = variant != 63;
-  opt.warm_rows = variant != 81;
-  opt.split_lane_16bit_rows = variant != 92;
-  if (variant == 93) opt.staged_max_rows = 1024;  // before 4899f73
+  // The library with one of its leaves replaced by what served there before it.
+  Config c = lib;
+  const bool fp32 = std::is_same_v<T, float>, warp_rows = !p.split_y;
   switch (variant) {
-    case 1: case 5: case 20: return launch_lean<T, V, LeanLoad::kCached>(p, a, prop, opt, stream);
-    case 2: case 3: case 21: case 26: case 37: case 39: case 45: case 63: case 81: case 92: case 93:
-      return launch_lean<T, V, LeanLoad::kStreamingNc>(p, a, prop, opt, stream);
-    case 22: return launch_lean<T, V, LeanLoad::kEvictFirst>(p, a, prop, opt, stream);
-    case 23: return launch_lean<T, V, LeanLoad::kStreaming>(p, a, prop, opt, stream);
-    case 24: return launch_lean<T, V, LeanLoad::kCacheStreaming>(p, a, prop, opt, stream);
-    case 28: return launch_lean<T, V, LeanLoad::kStreamingNc128>(p, a, prop, opt, stream);
-    case 29: return launch_lean<T, V, LeanLoad::kStreamingNc256>(p, a, prop, opt, stream);
+    case 26: if (c.leaf == Leaf::kBlockRowsOneChunk || c.leaf == Leaf::kBlockRowsWarm) c.leaf = Leaf::kBlockRows; break;
+    case 37: if (fp32 && warp_rows) c.leaf = Leaf::kWarpRows; break;
+    case 39: if (c.leaf == Leaf::kBlockRowsFive) c.leaf = Leaf::kBlockRows; break;
+    case 45: if (c.leaf == Leaf::kWarpRowsWide) c.leaf = Leaf::kWarpRows; break;
+    case 63: if (c.leaf == Leaf::kBlockRowsDeep) c.leaf = Leaf::kBlockRows; break;
+    case 81: if (c.leaf == Leaf::kBlockRowsWarm) c.leaf = Leaf::kBlockRowsOneChunk; break;
+    case 92:  // 16-bit split lanes' rows on the deep warp-row kernel
+      if constexpr (sizeof(T) == 2) {
+        if (c.leaf == Leaf::kSplitLanes)
+          return launch_lean_rows<T, kDeepWarpRowLoads, true, false, kDeepWarpRowBlock>(c, lean_args(a), stream);
+      }
+      break;
+    case 93:  // fp32 staged and split-lane plans up to 1024 rows; the deep kernel beyond
+      if (rows > 1024 && (c.leaf == Leaf::kSplitLanes || c.leaf == Leaf::kSplitLanesStaged)) c.leaf = Leaf::kWarpRowsDeep;
+      break;
     default: return -2;
   }
+  return launch_leaf(c, a, stream);
 }
 
 }  // namespace
+}  // namespace kb14
 
-// variant: 0 the general kernels, plain launches (30: as programmatic dependents); 1 lean, plain loads; 2 lean, evict-first loads; 3 lean,
-// evict-first, programmatic launch (the library's choice); 5 lean, plain loads,
-// programmatic launch; 6 the library's dispatch (lean where it applies, else general),
-// for any shape; 9 an empty kernel on the lean grid; 10 and 13 unordered reads of y
-// (any order of additions: what reading the bytes costs, not a tail) over grid_cap
-// blocks (default: one round of 4 loads per thread), plain or evict-first loads; 14 the
-// lean order with each row fetched by the bulk-copy engine (fp32 rows of 8192 only);
-// 20-24 the lean kernel, programmatic launch, with each LeanLoad (cached, streaming
-// read-only, evict-first in L1 and L2, streaming, .cs); 25 the library's lean kernel
-// compiled for rows of exactly its vector count (kExactRows; rows of 8192 only; the library's
-// choice for fp32); 26 the library's lean kernel with its loop and bounds checks on every
-// row length (before the loop-free kernel); 27 the warp-per-row lean kernel with three
-// vectors in flight per lane (fp32; the library keeps two); 28 and 29 the library's lean
-// kernel with its loads asking L2 for 128- or 256-byte fetches (.L2::128B, .L2::256B);
-// 33 and 35 the warp-per-row lean kernel in 128-thread blocks with 8 or 16 vectors in
-// flight per lane (35: the library's choice for few rows); 37 the library with two vectors
-// per lane on every warp-per-row plan (before the deep and staged kernels); 38 warp-per-row plans
-// staged: each lane copies its whole share of the row into shared memory first
-// (staged_warp_rows_kernel: one bulk copy of the row on sm_90; fp32); 39 the library without
-// its five-vector block rows (before c547914); 44 the staged kernel with per-lane cp.async
-// copies (the library's before c547914, and its path before sm_90; fp32); 45 the library
-// without its wide warp rows (two vectors per lane on fp32 warp-per-row plans of more than 4096
-// rows; before d5825ea); 46 and 47 the block-per-row lean kernel with 1 or 2 vectors in
-// flight per thread (made for calls queued after a write flush; run31); 48 and 49 the
-// library's loop-free block-row kernel with the programmatic launch attribute but no
-// griddepcontrol instructions, and the instructions without the attribute; 50-55
-// split_lane_rows_kernel (each lane's four accumulators on four threads) on every fp32
-// warp-per-row plan (since c9fe33f also rows that start mid-vector), with 32, 16, 64 or
-// 48 loads in flight per thread (the library picks among 32, 48 and 64: split_lane_loads),
-// and 54, 55 with 64 and 48 at more
-// blocks per SM (6 and 8; slower, run39); 60-62 the looped block-row kernel with 4 vectors in
-// flight per thread at 3 or 2 blocks per SM, or 8 at 2 (16-bit rows of 32768+ columns;
-// run45, run47; the library takes 62 there since 8649e93); 63 the library without its
-// deep block rows (2 vectors in flight there, as before 8649e93); 64-67 ring_rows_kernel
-// (persistent block rows fed by bulk copies into a ring of whole rows, 1-4 blocks per SM;
-// rows of 512, 1024, 2048 or 4096 vectors); 68-72 warmed_exact_rows_kernel (the loop-free block rows,
-// the first 132, 264 or 66 rows asking L2 for their own row's lines before the wait, 71: 132 rows by
-// one bulk prefetch each, 72: none, the control; 73: 264 rows by bulk prefetch; 74, 75: 132 and 264 rows,
-// bulk, evict-first; 78-80: blocks 0-263 (80: 0-131) warm the row one wave of blocks (528) ahead by bulk
-// prefetch, 79 marked evict-first; run56's 76 and 77, bulk warming of 264 or 132 rows only behind another
-// warmed launch, became the library's (77: LeanOptions::warm_rows); 81 the library without it; 82-84 multi_row_kernel,
-// the loop-free 16-bit rows of 8192 two per block at 4 or 3 blocks per SM (82, 83) or four at 2 (84); 85
-// split_lane_rows_kernel staged (kStaged: the staged kernel's bulk copy, 128 threads adding; warp-per-row
-// plans of any type since acc8fbf; the library's fp32 staged rows since 6726213, where 38 was); 86, 87
-// split_lane_rows_kernel on 16-bit warp-per-row plans with 8 or 16 loads in flight (the library's choice in
-// the deep kernel's domain since acc8fbf); 92 the library without it (the deep kernel there); 93 the
-// library with its fp32 staged and split-lane plans up to 1024 rows, as before 4899f73 (1536 since)).
-// Variants tried and removed (L2 bulk prefetch one wave ahead, L2 prefetch of the row before the wait (56-59,
-// runs 41 and 43), two rows per block, 1 or 2 vectors in flight, warp rows with 2-8 vectors
-// in 64-512-thread blocks (again before d5825ea: 4 or 8 in 512-thread blocks, where the
-// library's 8 in 256-thread blocks won); block rows with 4-8 vectors per thread in 2-3 blocks
-// per SM, staged rows copied by 128-512 threads or in 4-8 pipelined groups or bulk chunks)
-// are in results/kernel_notes.md.
+// variant: 0 the general kernels, plain launches (30: as programmatic dependents); 6 the library
+// (kernels/fused_reduce.cu: its dispatch and switch) for any shape and GPU size, programmatic; 49
+// the same launched plainly (pdl=False); 9 an empty kernel on the lean grid; 10 and 13 unordered
+// reads of y (any order of additions: what reading the bytes costs) over grid_cap blocks (default:
+// one round of 4 loads per thread), plain or evict-first loads; 14 the lean order with each row
+// fetched by the bulk-copy engine (fp32 rows of 8192); 25 the loop-free block rows on rows of one
+// chunk; 27, 33, 35 warp rows with 3 vectors per lane (fp32), or 8 or 16 in 128-thread blocks;
+// 46, 47, 60-62 block rows with 1, 2, 4 (3 or 2 blocks per SM) or 8 vectors in flight; 50-55 split
+// lanes on every fp32 warp-row plan with 32, 16, 64, 48 loads (54, 55: 6 and 8 blocks per SM);
+// 64-67 persistent block rows fed by bulk copies into a ring (1-4 blocks per SM); 68-80 the
+// loop-free block rows warming L2 in the ways tried before the gate; 82-84 two or four 16-bit rows
+// of 8192 per block; 85 the staged split lanes on any warp-row plan; 86, 87 16-bit split lanes with
+// 8 or 16 loads. The library with one leaf replaced by what served there before it: 26 looped rows
+// for rows of one chunk; 37 two vectors per lane on every fp32 warp-row plan; 39 no five-vector
+// block rows; 45 no wide warp rows; 63 no deep 16-bit block rows; 81 no warming; 92 the deep warp
+// rows for the 16-bit split lanes; 93 fp32 staged and split-lane plans up to 1024 rows only.
+// Figures and the variants removed since (load flavours, the staged warp-row kernel, the launch
+// attribute without the wait: at 39a345c): results/kernel_notes.md.
 // dtype: 0 float32, 1 float16, 2 bfloat16. Returns a cudaError_t, or -1 where the
 // variant does not apply to the shape.
 extern "C" int kb14x_tail(int variant, int dtype, const void* y, long long rows, long long cols,

@@ -1,6 +1,6 @@
 """Physical mappings of the tail against each other and against Inductor, in one process.
 
-Builds scripts/tail_variants.cu (the kernels of kernels/tail_kernels.cuh behind a C ABI,
+Builds scripts/tail_variants.cu (the library's launcher, kernels/fused_reduce.cu, and variants behind a C ABI,
 no torch headers) with nvcc, then for each shape and dtype checks every variant's bits
 against the eager tail and times it three ways (bench.py's methods): KernelBench's
 (write flush, events, one call), a read flush, and CUDA-graph replay over rotating
@@ -32,15 +32,11 @@ from harness import timing  # noqa: E402
 import kernels  # noqa: E402
 from kernels.jit import torch_order  # noqa: E402
 
-VARIANTS = {0: "general", 1: "lean", 2: "lean_ef", 3: "lean_ef_pdl", 5: "lean_pdl", 6: "library",
-            9: "empty_kernel", 10: "unordered_read", 13: "unordered_read_ef", 14: "bulk_rows",
-            20: "lean_cached", 21: "lean_streaming_nc", 22: "lean_evict_first", 23: "lean_streaming", 24: "lean_cs",
-            25: "lean_exact_rows", 26: "lean_looped",
-            27: "lean_warp_rows_u3", 28: "lean_l2_128B", 29: "lean_l2_256B",
-            30: "general_pdl", 33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows",
-            38: "staged_warp_rows", 39: "lean_four_vector_rows", 44: "staged_cp_async", 45: "lean_two_vector_warp_rows",
-            46: "block_rows_u1", 47: "block_rows_u2",
-            48: "attr_without_wait", 49: "wait_without_attr", 50: "split_lanes_u32", 51: "split_lanes_u16",
+VARIANTS = {0: "general", 6: "library", 9: "empty_kernel", 10: "unordered_read", 13: "unordered_read_ef",
+            14: "bulk_rows", 25: "lean_exact_rows", 26: "lean_looped", 27: "lean_warp_rows_u3", 30: "general_pdl",
+            33: "warp_rows_u8_b128", 35: "warp_rows_u16_b128", 37: "lean_shallow_warp_rows",
+            39: "lean_four_vector_rows", 45: "lean_two_vector_warp_rows", 46: "block_rows_u1", 47: "block_rows_u2",
+            49: "library_plain_launch", 50: "split_lanes_u32", 51: "split_lanes_u16",
             52: "split_lanes_u64", 53: "split_lanes_u48", 54: "split_lanes_u64_b6",
             55: "split_lanes_u48_b8", 60: "block_rows_u4_b3", 61: "block_rows_u4_b2", 62: "block_rows_u8_b2",
             63: "lean_two_vector_block_rows", 64: "ring_rows_b1", 65: "ring_rows_b2", 66: "ring_rows_b3",
@@ -105,19 +101,20 @@ CASES += [((1200, 5000), "float32"), ((1280, 8000), "float32"), ((1100, 2500), "
           ((1300, 4097), "float32")]
 
 
-def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctypes.CDLL:
-    """nvcc `scripts/<source>.cu` (source may name a subfolder: `microbench/x`) into
-    `out_dir/<source>.so` for this GPU (ptxas's report in `<source>_ptxas.txt`) and load it."""
+def build_shared_library(source: str, out_dir: Path, *extra_flags: str, root: Path = REPO) -> ctypes.CDLL:
+    """nvcc `root/scripts/<source>.cu` (source may name a subfolder: `microbench/x`) with root/kernels on the
+    include path into `out_dir/<source>.so` for this GPU (ptxas's report in `<source>_ptxas.txt`) and load it."""
     major, minor = torch.cuda.get_device_capability()
     so = out_dir / f"{source}.so"
     so.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["nvcc", "-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}", "-shared", "-Xcompiler",
-           "-fPIC", "-Xptxas=-v", *extra_flags, f"-I{REPO / 'kernels'}", "-o", str(so),
-           str(REPO / "scripts" / f"{source}.cu")]
+           "-fPIC", "-Xptxas=-v", *extra_flags, f"-I{root / 'kernels'}", "-o", str(so),
+           str(root / "scripts" / f"{source}.cu")]
     # A build is reused while its command and every source it reads are unchanged.
     stamp = out_dir / f"{source}.cmd"
-    include_dirs = [REPO / "kernels", *(Path(f[2:]) for f in extra_flags if f.startswith("-I"))]
-    sources = [REPO / "scripts" / f"{source}.cu", *(p for d in include_dirs for p in [*d.glob("*.cuh"), *d.glob("*.h")])]
+    include_dirs = [root / "kernels", root / "scripts", *(Path(f[2:]) for f in extra_flags if f.startswith("-I"))]
+    sources = [root / "scripts" / f"{source}.cu",
+               *(p for d in include_dirs for p in [*d.glob("*.cuh"), *d.glob("*.h"), *d.glob("*.cu")])]
     fresh = (so.exists() and stamp.exists() and stamp.read_text() == " ".join(cmd)
              and all(f.stat().st_mtime < so.stat().st_mtime for f in sources))
     if not fresh:
@@ -129,9 +126,9 @@ def build_shared_library(source: str, out_dir: Path, *extra_flags: str) -> ctype
     return ctypes.CDLL(str(so))
 
 
-def build(out_dir: Path, torch_version: int, *extra_flags: str) -> ctypes.CDLL:
+def build(out_dir: Path, torch_version: int, *extra_flags: str, root: Path = REPO) -> ctypes.CDLL:
     lib = build_shared_library("tail_variants", out_dir, "--fmad=false", f"-DKB14_TORCH_VERSION={torch_version}",
-                               *extra_flags)
+                               *extra_flags, root=root)
     lib.kb14x_tail.restype = ctypes.c_int
     lib.kb14x_tail.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
                                ctypes.c_longlong, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_double,
@@ -312,8 +309,9 @@ def main() -> int:
                              "holding the same values that many MiB in, all in the same rounds; prints "
                              "Inductor minus the first variant at each placement and pooled")
     parser.add_argument("--baseline", metavar="DIR",
-                        help="also time the library built from another copy of kernels/ (a previous commit's "
-                             "headers in DIR) as `baseline library`, in the same process")
+                        help="also time the library of another commit as `baseline library`, in the same process: "
+                             "DIR holds that commit's kernels/ and scripts/ (git archive COMMIT kernels scripts | "
+                             "tar -x -C DIR), whose own tail_variants.cu is built")
     parser.add_argument("--library-build", metavar="LABEL=FLAGS", action="append", default=[],
                         help="also time the library built from this tree with extra nvcc FLAGS (say a -D "
                              "that selects an experiment's #ifdef) as `library LABEL`, in the same process; "
@@ -324,12 +322,11 @@ def main() -> int:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     # Each build is one nvcc process on one core: they run side by side.
-    # The baseline's headers come first on the include path, so its tail_kernels.cuh (and what that
-    # includes from its own directory) replaces the working tree's.
+    # The baseline is built from its own tail_variants.cu and kernels/.
     flagged_specs = dict(spec.split("=", 1) for spec in args.library_build)
     with concurrent.futures.ThreadPoolExecutor(2 + len(flagged_specs)) as pool:
         lib = pool.submit(build, out_dir, torch_order())
-        baseline = (pool.submit(build, out_dir / "baseline", torch_order(), f"-I{Path(args.baseline).resolve()}")
+        baseline = (pool.submit(build, out_dir / "baseline", torch_order(), root=Path(args.baseline).resolve())
                     if args.baseline else None)
         flagged = {label: pool.submit(build, out_dir / f"library_{label}", torch_order(), *flags.split())
                    for label, flags in flagged_specs.items()}

@@ -5,6 +5,7 @@ headers; the host units of the CUDA modules compile. Skips when nvcc is not inst
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from torch.utils.cpp_extension import include_paths
@@ -14,40 +15,7 @@ from kernels import jit
 NVCC = shutil.which("nvcc")
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize(
-    "source,torch_version",
-    [("fused_reduce.cu", 209), ("fused_reduce.cu", 211), ("colsum.cu", 211)],
-    ids=["fused_reduce-order-2.4-2.9", "fused_reduce-order-2.10+", "colsum"],
-)
-def test_sm90_build_has_no_spills(tmp_path, source, torch_version):
-    # Both launch kinds of the lean kernel (no KB14_PROGRAMMATIC_LAUNCH), as comparison builds have them.
-    cmd = [NVCC, "-c", str(jit.SOURCE_DIR / source), "-o", str(tmp_path / "k.o"),
-           "-gencode=arch=compute_90,code=sm_90", "-O3", "--fmad=false",
-           "-Xptxas=-v", f"-DKB14_TORCH_VERSION={torch_version}", *_torch_compile_flags(tmp_path)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    report = result.stdout + result.stderr
-    assert result.returncode == 0, report[-3000:]
-    kernels = re.findall(r"Compiling entry function '([^']+)'", report)
-    assert kernels, report[-3000:]
-    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
-    assert len(spills) >= len(kernels) and not any(spills), report[-3000:]
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("torch_version", [209, 211])
-def test_tail_kernels_build_without_torch_headers(tmp_path, torch_version):
-    # scripts/tail_variants.cu includes kernels/tail_kernels.cuh and nothing of torch:
-    # with no torch include path it must still compile, without spills.
-    cmd = [NVCC, "-c", str(jit.SOURCE_DIR.parent / "scripts" / "tail_variants.cu"), "-o", str(tmp_path / "t.o"),
-           "-gencode=arch=compute_90,code=sm_90", "-std=c++17", "-O3", "--fmad=false", "-Xptxas=-v",
-           f"-DKB14_TORCH_VERSION={torch_version}", f"-I{jit.SOURCE_DIR}"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    report = result.stdout + result.stderr
-    assert result.returncode == 0, report[-3000:]
-    assert "lean_rows_kernel" in report
-    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
-    assert spills and not any(spills), report[-3000:]
+CUDA_MODULES = [name for name, m in jit.MODULES.items() if m.device == "cuda"]
 
 
 def _torch_compile_flags(tmp_path):
@@ -58,40 +26,101 @@ def _torch_compile_flags(tmp_path):
     return [jit.torch_cxx_standard(), *(f"-I{p}" for p in include_paths()), f"-I{tmp_path}", f"-I{jit.SOURCE_DIR}"]
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("arch,programmatic", [("90", 1), ("80", 0)])
-def test_cuda_launcher_builds_without_torch_headers(tmp_path, arch, programmatic):
+def _commands(out):
+    """Every nvcc build the tests below check, by name: (command, what the test reads)."""
+    torch_flags = _torch_compile_flags(out)
+    sm90 = ["-gencode=arch=compute_90,code=sm_90", "-O3", "--fmad=false", "-Xptxas=-v"]
+    commands = {}
+    # scripts/tail_variants.cu compiles the library's launcher (kernels/fused_reduce.cu, every kernel of its
+    # switch) and the experiments' kernels, without torch's include paths.
+    for version in (209, 211):
+        commands[f"tail{version}"] = [NVCC, "-c", str(jit.SOURCE_DIR.parent / "scripts" / "tail_variants.cu"),
+                                      "-o", str(out / f"t{version}.o"), "-std=c++17", *sm90,
+                                      f"-DKB14_TORCH_VERSION={version}", f"-I{jit.SOURCE_DIR}"]
+    commands["colsum"] = [NVCC, "-c", str(jit.SOURCE_DIR / "colsum.cu"), "-o", str(out / "c.o"), *sm90,
+                          "-DKB14_TORCH_VERSION=211", *torch_flags]
+    # The tail's nvcc unit as kernels/jit.py builds it, for each architecture.
+    for arch in ("90", "80"):
+        commands[f"launcher{arch}"] = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o",
+                                       str(out / f"l{arch}.o"), "-std=c++17", "-Xptxas=-v", *jit.nvcc_flags(arch),
+                                       f"-I{jit.SOURCE_DIR}"]
+    # The host compiler's unit of each CUDA module (the ops, their registration, the C++ autograd); nvcc
+    # drives the host compiler so that the CUDA headers are found.
+    for module in CUDA_MODULES:
+        for k, source in enumerate(jit.MODULES[module].cpp):
+            commands[f"host {module} {k}"] = [NVCC, "-c", str(jit.SOURCE_DIR / source),
+                                              "-o", str(out / f"h_{module}_{k}.o"), "-O1", *torch_flags]
+    return commands
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    """{name: (return code, nvcc's and ptxas's output)} of every build, two at a time (they are
+    independent, and the 2-core machine runs two at once)."""
+    if NVCC is None:
+        pytest.skip("nvcc not installed")
+    out = tmp_path_factory.mktemp("nvcc")
+    commands = _commands(out)
+
+    def run(cmd):
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        return result.returncode, result.stdout + result.stderr
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(commands, pool.map(run, commands.values())))
+
+
+def _built(builds, name: str) -> str:
+    rc, report = builds[name]
+    assert rc == 0, report[-3000:]
+    return report
+
+
+def _no_spills(report: str) -> None:
+    kernels = re.findall(r"Compiling entry function '([^']+)'", report)
+    assert kernels, report[-3000:]
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", report)]
+    assert len(spills) >= len(kernels) and not any(spills), report[-3000:]
+
+
+@pytest.mark.parametrize(
+    "build", ["tail209", "tail211", "colsum"], ids=["fused_reduce-order-2.4-2.9", "fused_reduce-order-2.10+", "colsum"])
+def test_sm90_build_has_no_spills(builds, build):
+    _no_spills(_built(builds, build))
+
+
+@pytest.mark.parametrize("torch_version", [209, 211])
+def test_tail_kernels_build_without_torch_headers(builds, torch_version):
+    # scripts/tail_variants.cu includes kernels/fused_reduce.cu and nothing of torch: with no torch
+    # include path it must still compile, without spills.
+    report = _built(builds, f"tail{torch_version}")
+    assert "lean_rows_kernel" in report and "split_lane_rows_kernel" in report
+    _no_spills(report)
+
+
+@pytest.mark.parametrize("arch", ["90", "80"])
+def test_cuda_launcher_builds_without_torch_headers(builds, arch):
     # fused_reduce.cu (the tail_cuda module's nvcc unit) includes nothing of torch; built as
-    # kernels/jit.py builds it, with only the lean kernels that architecture launches.
-    flags = jit.nvcc_flags(arch)
-    assert f"-DKB14_PROGRAMMATIC_LAUNCH={programmatic}" in flags
-    cmd = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o", str(tmp_path / "l.o"), "-std=c++17",
-           "-Xptxas=-v", *flags, f"-I{jit.SOURCE_DIR}"]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    report = result.stdout + result.stderr
-    assert result.returncode == 0, report[-3000:]
-    lean = re.findall(r"Compiling entry function '(_ZN4kb144tail16lean_rows_kernel[^']+)'", report)
-    # float, half, bfloat16 x (block or warp per row) x (aligned or shifted rows), one launch
-    # kind; half and bfloat16 again with the packed multiply (power-of-two 1 / divisor); rows
-    # of exactly one chunk (kExactRows, aligned): float, and half and bfloat16 with either
-    # multiply; the deep warp-per-row kernel (few rows) again for each type, row alignment and
-    # multiply; float rows of five vectors per thread, and float warp rows of eight vectors per
-    # lane (many rows), either alignment; half and bfloat16 block rows of eight vectors in
-    # flight, either alignment and multiply; with programmatic launches, float rows of one
-    # chunk again warming L2 behind another warmed launch
-    assert len(set(lean)) == 12 + 8 + 1 + 4 + 10 + 2 + 2 + 8 + programmatic, lean
+    # kernels/jit.py builds it, every architecture with the same kernels (the launch kind is the call's).
+    report = _built(builds, f"launcher{arch}")
+    kernels = set(re.findall(r"Compiling entry function '(_ZN4kb144tail[^']+)'", report))
+    lean = {k for k in kernels if "lean_rows_kernel" in k}
+    # The switch's leaves (kernels/fused_reduce.cu), lean_rows_kernel: float block rows (aligned or
+    # shifted), rows of one chunk, warmed, five vectors, warp rows, deep and wide warp rows (2 + 1 + 1 + 2 + 2
+    # + 2 + 2); half and bfloat16 block rows, warp rows and deep block rows, each aligned or shifted with
+    # either multiply, and rows of one chunk with either multiply (2 x (4 + 4 + 4 + 2)).
+    assert len(lean) == 12 + 28, sorted(lean)
+    # split_lane_rows_kernel: float 32, 48, 64 loads and staged, 16-bit 8 and 16, each aligned or shifted
+    # (16-bit: with either multiply); the general kernels: 3 of each dtype.
+    assert len(kernels) - len(lean) == 8 + 16 + 12, sorted(kernels - lean)
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-@pytest.mark.parametrize("module", [name for name, m in jit.MODULES.items() if m.device == "cuda"])
-def test_cuda_module_host_units_compile(tmp_path, module):
-    # The host compiler's unit of each CUDA module (the ops, their registration, the C++
-    # autograd); nvcc drives the host compiler so that the CUDA headers are found.
-    for source in jit.MODULES[module].cpp:
-        cmd = [NVCC, "-c", str(jit.SOURCE_DIR / source), "-o", str(tmp_path / "h.o"), "-O1",
-               *_torch_compile_flags(tmp_path)]
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+@pytest.mark.parametrize("module", CUDA_MODULES)
+def test_cuda_module_host_units_compile(builds, module):
+    names = [name for name in builds if name.startswith(f"host {module} ")]
+    assert len(names) == len(jit.MODULES[module].cpp)
+    for name in names:
+        _built(builds, name)
 
 
 def test_loads_before_first_wait_counts_loads_until_a_loaded_register_is_read():

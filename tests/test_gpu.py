@@ -70,27 +70,10 @@ def test_lean_path_shapes(dtype):
     assert not failures, f"{len(failures)} shapes differ, e.g. {failures[:5]}"
 
 
-# The lean kernel's other shapes: a warp per row (rows of 128 to 8191 columns, at least 16
-# rows) and rows that start mid-vector (any column count that is not a multiple of the
-# vector), contiguous or with row strides padded by a whole number of vectors (both keep
-# each row's vectors aligned as in the reference's quotient); padding by 3 does not, and
-# takes the general kernels. Warp-per-row plans take five kernels: 128-1536 fp32 rows of more
-# than 4096 columns that start on a vector boundary the split-lane one, with 32 loads in flight
-# (512 x 8000), 48 (900 x 4100, 1024 x 5000, 128 x 6000, 320 x 6000, 1200 x 5000) or 64
-# (1024 x 6144, 200 x 8000), rows that start mid-vector by the same rule (48: 300 x 4097,
-# 1300 x 4097; 64: 256 x 8001) or with 25-32 values per thread (32: 1000 x 4095); other fp32
-# rows of more than 2048 columns, up to 1536 rows, the split-lane one staged in shared memory
-# (600 x 4100, 700 x 4100, 1024 x 4096, 1025 x 4096, 512 x 5000, 16 x 7000, 1024 x 2052,
-# 7 x 8188, 64 x 2049, 1024 x 2049, 128 x 3001, 512 x 5001); more than 4096 fp32 rows of 4+
-# vectors per lane the wide one (8192 x 1024, 4097 x 2048, 5000 x 1500, 4100 x 1001,
-# 4097 x 512); up to 4096 rows of 4+ vectors per lane the deep one (4096 x 2048, 64 x 2048;
-# fp32 1025 x 4096 until the staged rows reached 1536), where 16-bit rows take the split-lane
-# one with 8 loads in flight (512 x 1024, 4096 x 2048, 64 x 2048) or, past 2048 columns, 16
-# (1024 x 4096, 300 x 4097, 16 x 7000, 1000 x 4095); else two vectors per lane (4097 x 511,
-# and 16-bit rows beyond the deep kernel's).
-# Block-per-row fp32 rows of five vectors per thread load them in one round (300 x 10007,
-# 64 x 10240, 17 x 8196); 16-bit block rows of eight vectors per thread or more keep eight
-# in flight (40 x 65535, 33 x 57345).
+# The lean kernel's other shapes: a warp per row (rows of 128 to 8191 columns, at least 16 rows) and
+# rows that start mid-vector, contiguous or with row strides padded by whole vectors (padding by 3
+# takes the general kernels). Between them they take every leaf of the dispatch: tests/test_dispatch.py
+# names the leaf of most of these shapes.
 WARP_AND_SHIFTED = [(16, 128), (17, 129), (100, 1023), (512, 1024), (2049, 1000), (8192, 1024), (300, 4097),
                     (1000, 8191), (529, 8193), (64, 12289), (40, 65535), (8, 8191), (16, 255), (128, 6000),
                     (1024, 4096), (1025, 4096), (16, 7000), (1000, 4095), (4096, 2048), (4097, 2048),
@@ -230,6 +213,25 @@ def test_other_stream_and_device_guard():
 def test_opcheck_cuda():
     y = torch.randn(33, 4097, device="cuda", requires_grad=True)
     torch.library.opcheck(kernels.ops.OP, (y, 2.0, 1.5))
+    torch.library.opcheck(kernels.ops.OP, (y, 2.0, 1.5, False))
+
+
+# A plain launch (pdl=False, ModelNew's behind its GEMM) takes the same kernels: the same bits, at a shape
+# of each leaf (the fp32 rows of 8192 past one wave then skip the warming), tail after tail too.
+PLAIN_SHAPES = [(1024, 8192), (128, 8192), (300, 10007), (1024, 12288), (40, 65535), (512, 8000), (1024, 5000),
+                (1024, 6144), (1000, 4095), (1024, 4096), (8192, 1024), (4096, 2048), (4097, 511), (1000, 8191),
+                (1, 300007)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_plain_launch_has_the_same_bits(dtype):
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for rows, cols in PLAIN_SHAPES:
+        y = torch.randn(rows, cols, device="cuda", dtype=dtype, generator=gen)
+        ref = div_sum_scale_reference(y, 2, 1.5)
+        outs = [div_sum_scale(y, 2, 1.5, pdl=pdl) for pdl in (False, True, False, False)]
+        for out in outs:
+            _assert_same(out, ref, f"{dtype} {rows}x{cols}")
 
 
 def test_back_to_back_calls_read_what_the_previous_kernel_wrote():

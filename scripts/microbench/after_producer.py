@@ -4,16 +4,16 @@ another tail (vs_inductor's rotating method): where the warming gate pays and wh
 In the model the tail follows the GEMM that writes y. The gate warms L2 only behind another
 warmed tail launch, so behind a GEMM it never warms and only its record read remains. Here,
 for each fp32 shape, CUDA graphs of CALLS pairs [producer writes y_i; tail(y_i)] over rotating
-buffers are replayed in turn (timing.round_order), one graph per tail: ours, tail_variants'
-variants named by --variants (81: the library's plan without the gate; 2: nor the
-programmatic launch; 22: with Triton's evict-first loads), Inductor's compiled tail, the
+buffers are replayed in turn (timing.round_order), one graph per tail: ours (the op's default,
+pdl=True), ours launched plainly (pdl=False, as ModelNew launches it), tail_variants' variants
+named by --variants (81: the library's plan without the gate), Inductor's compiled tail, the
 eager tail, and the producer alone. A tail's cost behind its producer is its graph's time per
 pair minus the producer-alone graph's in the same round. The producer is cuBLAS's product of
 x_i (rows x K) with W (cols x K).T into y_i: a short GEMM whose output, like the model's, was
 just written through L2. The same tails are then replayed back to back with no producer (tail
 after tail over the same buffers). Prints a table; writes after_producer.json into OUTDIR.
 
-    python scripts/microbench/after_producer.py OUTDIR [--rounds N] [--variants 81 2 22]
+    python scripts/microbench/after_producer.py OUTDIR [--rounds N] [--variants 81]
 """
 import argparse
 import json
@@ -39,6 +39,10 @@ def ours(y):
     return kernels.div_sum_scale(y, 2, 1.5)
 
 
+def ours_plain(y):
+    return kernels.div_sum_scale(y, 2, 1.5, pdl=False)
+
+
 def replay_in_turn(graphs: dict, rounds: int) -> dict:
     """us per call of each graph, one replay per round each, in a balanced order."""
     ms = timing.calls_in_turn({n: g.replay for n, g in graphs.items()}, rounds=rounds,
@@ -60,7 +64,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--variants", type=int, nargs="*", default=[81, 2, 22])
+    parser.add_argument("--variants", type=int, nargs="*", default=[81])
     parser.add_argument("--producer-k", type=int, default=128, help="the producer GEMM's inner size (8192: the model's)")
     parser.add_argument("--shapes", nargs="*", default=[f"{r}x{c}" for r, c in SHAPES])
     args = parser.parse_args()
@@ -75,7 +79,7 @@ def main() -> int:
         ys = [torch.empty(rows, cols, device=dev) for _ in range(n)]
         xs = [torch.randn(rows, args.producer_k, device=dev) for _ in range(n)]
         w_t = torch.randn(cols, args.producer_k, device=dev).t()
-        tails = {"ours": ours, **variant_readers(ys[0], {tail_variants.VARIANTS[v]: v for v in args.variants}),
+        tails = {"ours": ours, "ours pdl=False": ours_plain, **variant_readers(ys[0], {tail_variants.VARIANTS[v]: v for v in args.variants}),
                  "inductor": compiled_tail(), "eager": eager_tail}
         for i in range(n):
             torch.mm(xs[i], w_t, out=ys[i])

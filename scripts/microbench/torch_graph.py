@@ -4,7 +4,7 @@
 
 `kernels.div_sum_scale` as users call it, timed by `harness.timing.graph_time` (the rotating
 method of bench.py and tail_variants) with 20 calls over 9 copies, 64 over 13 and 64 over 26:
-what `warp_row_staging ROWS COLS graph` measures with its own CUDA graph. It shows
+what `warp_row_staging ROWS COLS graph` (scripts/microbench at 39a345c) measured with its own CUDA graph. It shows
 which of the two harnesses a user's graph agrees with (results/kernel_notes.md).
 """
 import sys

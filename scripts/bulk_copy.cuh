@@ -1,0 +1,38 @@
+// Bulk-copy helpers of the experiments (tail_variants.cu, matvec_variants.cu) that the library's
+// kernels do not use; the rest are kernels/device_math.cuh's.
+#pragma once
+
+#include "device_math.cuh"
+
+namespace kb14 {
+
+// Thread 0 sets up n mbarriers of one arrival each for the copy engine; the whole block
+// then waits for them (a barrier: every thread must reach it).
+__device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < n; ++i) mbarrier_init(&bars[i], 1);
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+}
+
+// Orders this thread's earlier shared-memory accesses before later bulk copies into it.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// bulk_prefetch_to_l2 under an L2 `policy` (0: none).
+__device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (policy) {
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(policy)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+  }
+#endif
+}
+
+}  // namespace kb14
