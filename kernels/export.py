@@ -555,7 +555,7 @@ class ModelNew(nn.Module):
             x, stats.vectors[0], stats.model_vectors, stats.scalars, float(scale), KAPPA, tail_depth(w.shape[0]),
             float(SIGMA_FACTOR), float(ATOL), float(RTOL), float(BUDGET))
         y = extension().rows_gemm(x, w, rows, count)
-        exact = extension().div_sum_scale(y, float(DIVISOR), float(self.scaling_factor), True)
+        exact = extension().div_sum_scale(y, float(DIVISOR), float(self.scaling_factor), False)
         self.last_exact_rows = exact_rows
         return torch.where(exact_rows.unsqueeze(1), exact, approx)
 
