@@ -276,7 +276,7 @@ def default_cases(args, device: torch.device, l2: int) -> list[Case]:
     cases.append(model_case("reference eager", ref))
     if not args.no_compile:
         cases.append(model_case("reference compiled", torch.compile(ref)))
-    log("importing modelnew / kernels (the first import on a machine builds them: can take minutes)")
+    log("importing modelnew / kernels (nothing is built until an op's first call on a device)")
 
     def modelnew_case(name, make_case):
         """The row of modelnew's `name` (make_case(model)), or one that raises why it is unavailable."""
@@ -537,9 +537,10 @@ def run_bench(args) -> dict:
             result["rows"] = rows
             result["breakdown"] = breakdown(rows, ceilings)
             if result["breakdown"] is not None and "matmul alone" in models:
-                log(f"paired timing of the model rows ({PAIRED_ROUNDS} interleaved rounds)")
+                rounds = PAIRED_ROUNDS if cuda else 2  # a host timer: two rounds show the order, not a figure
+                log(f"paired timing of the model rows ({rounds} interleaved rounds)")
                 with torch.no_grad():
-                    paired = paired_time(models, rounds=PAIRED_ROUNDS if cuda else 2, backend=backend)
+                    paired = paired_time(models, rounds=rounds, backend=backend)
                 result["breakdown"]["paired"] = {
                     "rounds": len(paired["matmul alone"]),
                     "median_ms": {k: stats_median(v)["median_ms"] for k, v in paired.items()},
