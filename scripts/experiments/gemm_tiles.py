@@ -21,17 +21,22 @@ from harness import results_table  # noqa: E402
 from harness.timing import make_backend, robust_time  # noqa: E402
 from kernels import jit  # noqa: E402
 
-VARIANTS = {0: "library 128x128x16, 1/SM", 5: "library 128x128x8, 2/SM",
-            6: "narrow 128x128x16 (8x8), 1/SM", 7: "narrow 192x64x16 (12x4), 1/SM", 8: "narrow 192x64x16 (12x4), 2/SM",
-            9: "narrow 192x32x16 (12x4), 2/SM", 10: "narrow 256x64x16 (8x8), 1/SM", 11: "narrow 96x64x16 (12x4), 2/SM",
-            12: "narrow 64x64x16 (8x8), 4/SM", 13: "narrow 128x64x16 (8x8), 2/SM",
-            14: "narrow 96x128x24 (8x8), 1/SM", 15: "narrow 192x64x12 (8x8), 1/SM",
-            16: "narrow 192x64x16 (12x8), 1/SM", 17: "narrow 192x64x8 (12x8), 1/SM", 18: "narrow 96x64x16 (12x8), 2/SM",
-            19: "narrow 192x64x16 (12x8), zeroing fused",
-            20: "k-major cp.async 192x64x16 (12x8), 3 stages", 21: "k-major cp.async 192x64x32 (12x8), 3 stages",
-            22: "k-major cp.async 192x64x16 (12x8), 4 stages"}
+# name -> the index of rows_gemm_variant's switch in gemm_tiles.cu. BMxBNxBK tile, TMxTN
+# accumulators a thread, blocks an SM where the register cap allows more than one.
+VARIANTS = {
+    "library-few-rows": 0,  # 128x128x16 (8x8), 1/SM: the library's tile up to 3/8 of the rows
+    "library-many-rows": 5,  # 128x128x8 (8x8), 2/SM
+    "narrow-128x128x16-8x8": 6, "narrow-192x64x16-12x4": 7, "narrow-192x64x16-12x4-2sm": 8,
+    "narrow-192x32x16-12x4-2sm": 9, "narrow-256x64x16-8x8": 10, "narrow-96x64x16-12x4-2sm": 11,
+    "narrow-64x64x16-8x8-4sm": 12, "narrow-128x64x16-8x8-2sm": 13, "narrow-96x128x24-8x8": 14,
+    "narrow-192x64x12-8x8": 15, "narrow-192x64x16-12x8": 16, "narrow-192x64x8-12x8": 17,
+    "narrow-96x64x16-12x8-2sm": 18,
+    # One launch of N / 64 blocks for counts up to 192 that also zero the rows not gathered.
+    "narrow-192x64x16-12x8-fused-zero": 19,
+    "kmajor-192x64x16-12x8-3stage": 20, "kmajor-192x64x32-12x8-3stage": 21, "kmajor-192x64x16-12x8-4stage": 22,
+}
 # Variants of one row tile (their launch covers counts up to this many rows).
-MAX_COUNT = {19: 192, 20: 192, 21: 192, 22: 192}
+MAX_COUNT = {name: 192 for name in VARIANTS if "fused-zero" in name or name.startswith("kmajor")}
 
 
 def build():
@@ -53,7 +58,8 @@ def main() -> int:
     p.add_argument("--json")
     p.add_argument("--table", help="append the rows to this measurements table (results/measurements.csv's columns)")
     p.add_argument("--shape", type=int, nargs=3, default=[1024, 8192, 8192], metavar=("M", "K", "N"))
-    p.add_argument("--variants", type=int, nargs="*", default=sorted(VARIANTS), help="the variants to time")
+    p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS), metavar="NAME",
+                   help="the variants to time, by name: " + ", ".join(VARIANTS))
     p.add_argument("--counts", type=int, nargs="*", help="row counts to time (default: all, half, 179, 128, a tenth)")
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per variant and count")
     args = p.parse_args()
@@ -82,10 +88,10 @@ def main() -> int:
         out["cublas_gathered"][c] = t["median_ms"]
         print(f"cuBLAS on {c} gathered rows: {t['median_ms']:.3f} ms, {2.0 * c * k * n / t['median_ms'] / 1e9:.1f} TFLOP/s",
               flush=True)
-    for v in args.variants:
-        name = VARIANTS[v]
+    for name in args.variants:
+        v = VARIANTS[name]
         for label, (rows, c) in counts.items():
-            if c > MAX_COUNT.get(v, m):
+            if c > MAX_COUNT.get(name, m):
                 continue
             count = torch.tensor([c], device=dev, dtype=torch.int32)
             y = op(x, w, rows, count, v)
@@ -97,7 +103,7 @@ def main() -> int:
             out["rows"].append({"variant": name, "rows": label, "count": c, "median_ms": t["median_ms"],
                                 "tflops": rate, "bit_exact": exact,
                                 "vs_cublas_rate": rate / (flop / cublas["median_ms"] / 1e9)})
-            print(f"{name:>18} {label:>9}: {t['median_ms']:.3f} ms, {rate:.1f} TFLOP/s "
+            print(f"{name:>34} {label:>9}: {t['median_ms']:.3f} ms, {rate:.1f} TFLOP/s "
                   f"({out['rows'][-1]['vs_cublas_rate']:.2f} of cuBLAS's), bits {'==' if exact else 'DIFFER'}",
                   flush=True)
     if args.json:

@@ -24,8 +24,10 @@ from harness import results_table  # noqa: E402
 from harness.timing import make_backend, robust_time  # noqa: E402
 from kernels import hybrid_ops, jit  # noqa: E402
 
-VARIANTS = {0: "library: 4 rows a block, a thread an element", 1: "a warp a row, 16-byte loads",
-            2: "a warp two rows, 16-byte loads"}
+# name -> the index of row_stats_variant's switch in row_stats.cu.
+VARIANTS = {"library": 0,  # four rows a block of 256 threads, a thread an element a step
+            "warp-per-row": 1,  # a warp a row, 16-byte loads, eight warps a block sharing the vectors
+            "warp-two-rows": 2}  # the same, two rows a warp
 SCALE = 1.5 / 2
 
 
@@ -79,7 +81,7 @@ def main() -> int:
     approx0, z0, risk0 = op(*call_args, 0)
     exact0 = exact_rows(z0, risk0)
     assert torch.equal(exact0, lib[1]), "the cut in torch differs from the library's"
-    for v, name in VARIANTS.items():
+    for name, v in VARIANTS.items():
         approx, z, risk = op(*call_args, v)
         exact = exact_rows(z, risk)
         finite = torch.isfinite(z0) & torch.isfinite(z)
@@ -90,7 +92,7 @@ def main() -> int:
                "rows": m, "z_max_rel_diff": rel, "same_exact_rows": bool(torch.equal(exact, exact0)),
                "exact_rows": int(exact.sum())}
         out["rows"].append(row)
-        print(f"{name:>46}: {t['median_ms'] * 1e3:7.1f} us, approx bits equal {row['approx_equal']}/{m}, "
+        print(f"{name:>14}: {t['median_ms'] * 1e3:7.1f} us, approx bits equal {row['approx_equal']}/{m}, "
               f"z within {rel:.1e}, exact rows {'same' if row['same_exact_rows'] else 'DIFFER'} ({row['exact_rows']})",
               flush=True)
     if args.json:
