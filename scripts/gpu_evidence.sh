@@ -25,7 +25,24 @@ step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-few
   --budget 0.8 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
+step gpu_suite python3 -m pytest -q -rs tests  # every GPU test runs here: 0 skipped expected
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
+# The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the
+# order over seven GPU sizes, the sanitizers, the plain launch behind the GEMM, the first output.
+tail_vs_base() {
+  rm -rf /tmp/base && mkdir -p /tmp/base && git archive 39a345c kernels scripts | tar -x -C /tmp/base || {
+    echo "39a345c is not in this copy's git history: bring its kernels/ and scripts/ as /tmp/base"; return 1; }
+  python3 scripts/tail_variants.py --out "$out/tail_vs_base" --baseline /tmp/base --variants 6 &&
+    python3 scripts/tail_variants.py --out "$out/tail_vs_base_interleaved" --baseline /tmp/base --variants 6 --interleaved 400
+}
+step tail_vs_base tail_vs_base
+step vs_inductor python3 scripts/vs_inductor.py --out "$out/vs_inductor"
+step after_producer bash -c "python3 scripts/microbench/after_producer.py $out/after_producer --producer-k 1024 && \
+  python3 scripts/microbench/after_producer.py $out/after_producer_8192 --producer-k 8192"
+step order_evidence python3 scripts/order_evidence.py --out "$out/order"
+step sanitize bash -c "for t in memcheck racecheck synccheck initcheck; do \
+  compute-sanitizer --tool \$t --error-exitcode 1 python3 scripts/sanitize_cuda.py || exit 1; done"
+step first_use python3 scripts/first_use.py --device cuda --runs 2 --out "$out/first_use.json"
 step export_files bash -c "python3 -m kernels.export ModelNew --dtype fp32 -o $out/kernelbench_l2_14_modelnew_fp32.py && \
   python3 -m kernels.export ModelNewHybrid --dtype fp32 -o $out/kernelbench_l2_14_modelnewhybrid_fp32.py"
 step export_evidence python3 scripts/export_evidence.py "$out/kernelbench_l2_14_modelnew_fp32.py" \
