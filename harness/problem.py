@@ -138,6 +138,16 @@ def overridden_module_code(module, sets: dict):
     path = getattr(module, "__file__", None)
     if not path or not path.endswith(".py") or not os.path.isfile(path):
         return None
+    return compile(overridden_tree(path, sets), path, "exec")
+
+
+def overridden_source(path: str, sets: dict) -> str:
+    """A problem file's source as `--set` runs it, for a tool that takes the problem as text
+    (KernelBench's eval does)."""
+    return ast.unparse(overridden_tree(path, sets))
+
+
+def overridden_tree(path: str, sets: dict) -> ast.Module:
     with open(path) as f:
         tree = ast.parse(f.read(), filename=path)
     body = [ast.parse(f"{OVERRIDES_NAME} = {sets!r}").body[0]]
@@ -147,7 +157,7 @@ def overridden_module_code(module, sets: dict):
             body.append(ast.parse(f"{name} = {OVERRIDES_NAME}[{name!r}]").body[0])
     body.append(ast.parse(f"del {OVERRIDES_NAME}").body[0])
     tree.body = body
-    return compile(ast.fix_missing_locations(tree), path, "exec")
+    return ast.fix_missing_locations(tree)
 
 
 def assigned_names(stmt) -> set:
