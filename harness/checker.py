@@ -116,6 +116,7 @@ def run_check(
         raise CheckError(f"cannot load the reference {describe(reference)}: {type(exc).__name__}: {exc}") from exc
     with problem_overrides(ref_module, overrides):
         try:
+            set_seed(KERNELBENCH_SEED, dev)  # KernelBench seeds get_init_inputs as it seeds the constructors
             init_inputs = list(ref_module.get_init_inputs())
         except Exception as exc:
             raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
@@ -180,13 +181,19 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
     }
     strict_result = result["strict"]
 
+    # The constructor's tensors are cast and moved as the forward's are (KernelBench does both).
+    init_cast = [k for k, x in enumerate(init_inputs) if isinstance(x, torch.Tensor) and not x.is_floating_point()]
+    init_inputs = [to_device(x, dev, torch_dtype, keep_integer_inputs) for x in init_inputs]
     with torch.no_grad():  # KernelBench runs both models under no_grad
         say(f"constructing the reference {describe(reference)} {init_inputs} ...")
         try:
             set_seed(KERNELBENCH_SEED, dev)
             ref_model = ref_cls(*init_inputs).to(device=dev, dtype=torch_dtype)
         except Exception as exc:
-            raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}") from exc
+            why = (f" (constructor input(s) {init_cast} are integer or bool tensors, cast to "
+                   f"{str(torch_dtype).replace('torch.', '')} as KernelBench casts them; --keep-integer-inputs keeps "
+                   f"their dtype)" if init_cast and not keep_integer_inputs else "")
+            raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}{why}") from exc
 
         say(f"loading and constructing the candidate {describe(model)} ...")
         watch = Watch() if strict_result is not None else None  # before the candidate's module runs

@@ -80,6 +80,7 @@ WRONG_BECAUSE = {
     "cross_entropy": "mismatch",
     "elementwise": "mismatch",
     "gemm_epilogue": "mismatch",
+    "mask_buffer": "mismatch",
     "masked_cumsum": "mismatch",
     "mlp": "wrong_dtype",
     "reduction": "mismatch",
