@@ -198,7 +198,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
         say(f"loading and constructing the candidate {describe(model)} ...")
         watch = Watch() if strict_result is not None else None  # before the candidate's module runs
         try:
-            new_cls = load_class(model) if isinstance(model, str) else model
+            new_cls = load_class(model, problem_names=vars(ref_module)) if isinstance(model, str) else model
         except BaseException as exc:  # SystemExit from a candidate module must not end the check
             if isinstance(exc, KeyboardInterrupt):
                 raise

@@ -112,3 +112,38 @@ def test_the_stand_ins_at_their_real_sizes_are_estimated_without_running():
     module = sys.modules[cls.__module__]
     est = estimate_bytes(cls, [], module.get_inputs, torch.float32)
     assert est["inputs"] == est["output"] == 4096 * 393216 * 4 and est["output_known"]
+
+
+# KernelBench's eval runs a candidate's source in the namespace where it ran the problem's: a
+# candidate may use the problem's Model and its (overridden) sizes without importing them.
+SUBCLASS = "class ModelNew(Model):\n    pass\n"
+USES_SIZES = '''import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.softmax(dim=-1).expand(batch_size, dim)
+'''
+
+
+@pytest.mark.parametrize("source", [SUBCLASS, USES_SIZES])
+def test_a_candidate_sees_its_problems_names_as_in_kernelbench(source, tmp_path):
+    path = tmp_path / "softmax_names.py"
+    path.write_text(source)
+    r = _check("softmax", path, "cpu", sets={"batch_size": 3})
+    assert r["verdict"] == "PASS", r["message"]
+    assert r["trials"][0]["candidate_shape"] == [3, 1000]
+
+
+@pytest.mark.parametrize("source", [SUBCLASS, USES_SIZES])
+def test_bench_runs_a_candidate_that_uses_its_problems_names(source, tmp_path, capsys):
+    import bench
+
+    path = tmp_path / "softmax_names.py"
+    path.write_text(source)
+    argv = ["--reference", f"{PROBLEMS / 'softmax'}.py:Model", "--model", f"{path}:ModelNew", "--set", "batch_size=3",
+            "--no-compile", "--device", "cpu", "--fast-ceilings", "--kb-trials", "2", "--kb-warmup", "1",
+            "--repeats", "2"]
+    assert bench.main(argv) == 0
+    printed = capsys.readouterr()
+    assert "cannot be built" not in printed.err and "failed:" not in printed.err, printed.err
