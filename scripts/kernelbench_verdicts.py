@@ -103,10 +103,13 @@ def kernelbench_verdict(src: Path, problem: Path, candidate: Path, sets: dict) -
 
     ev, utils = import_kernelbench(src)
     ref_src = overridden_source(str(problem), sets) if sets else problem.read_text()
-    with cuda_on_cpu([ev, utils]):
-        r = ev.eval_kernel_against_ref(ref_src, candidate.read_text(), seed_num=42, num_correct_trials=5,
-                                       measure_performance=False, device=torch.device("cpu"),
-                                       precision=torch.float32)
+    try:
+        with cuda_on_cpu([ev, utils]):
+            r = ev.eval_kernel_against_ref(ref_src, candidate.read_text(), seed_num=42, num_correct_trials=5,
+                                           measure_performance=False, device=torch.device("cpu"),
+                                           precision=torch.float32)
+    except Exception as exc:  # it catches only RuntimeError around the candidate's constructor
+        return {"verdict": "RAISED", "why": f"{type(exc).__name__}: {exc}".splitlines()[0][:120]}
     if r is None:
         return {"verdict": "NONE", "why": "eval returned None (it asks for a retry)"}
     md = r.metadata
@@ -174,6 +177,8 @@ def table(rows: list) -> str:
               f"{'yes' if r['agree'] else 'NO'}" for r in rows]
     n, agree = len(rows), sum(r["agree"] for r in rows)
     lines.append(f"\n{n} pairs; plain verdicts equal to KernelBench's: {agree}/{n}")
+    lines += [f"  differs: {r['pair']}: check.py {r['ours']['reason']}: {r['ours']['why']}" for r in rows
+              if not r["agree"]]
     differ = [r for r in rows if r["strict"]["verdict"] != r["ours"]["verdict"]]
     lines.append(f"--strict differs from the plain check on {len(differ)}:")
     lines += [f"  {r['pair']}: {r['strict']['reason']}: {r['strict']['why']}" for r in differ]
