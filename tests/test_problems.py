@@ -147,3 +147,33 @@ def test_bench_runs_a_candidate_that_uses_its_problems_names(source, tmp_path, c
     assert bench.main(argv) == 0
     printed = capsys.readouterr()
     assert "cannot be built" not in printed.err and "failed:" not in printed.err, printed.err
+
+
+# The reference's forward draws from the generator KernelBench has just seeded with the trial's
+# seed, the state get_inputs drew from: here the draw repeats the input, so x itself is right.
+REDRAW = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.rand(x.shape)
+
+
+def get_inputs():
+    return [torch.rand(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_reference_runs_from_the_trial_seed_as_in_kernelbench(tmp_path):
+    (tmp_path / "redraw.py").write_text(REDRAW)
+    (tmp_path / "redraw_same.py").write_text("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                                             "    def forward(self, x):\n        return x.clone()\n")
+    for strict in (False, True):  # --strict's extra calls run the reference from their inputs' seed too
+        r = check.run_check(model=f"{tmp_path / 'redraw_same.py'}:ModelNew", reference=f"{tmp_path / 'redraw.py'}:Model",
+                            trials=3, device="cpu", strict=strict, strict_seed=1)
+        assert r["verdict"] == "PASS", r["message"]
