@@ -314,6 +314,9 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
                if cast and not keep_integer_inputs else "")
         raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}{why}") from exc
     rec["seconds"]["reference"] = time.perf_counter() - t0
+    if not isinstance(ref_out, torch.Tensor):  # KernelBench compares one tensor: it fails every candidate here
+        raise CheckError(f"the reference's forward returned a {type(ref_out).__name__}, not a tensor; KernelBench "
+                         f"compares one output tensor (its check fails every candidate of this problem)")
     rec["reference_shape"] = list(ref_out.shape)
     del ref_inputs
     new_inputs = device_copies(pristine, dev)

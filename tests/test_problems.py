@@ -177,3 +177,14 @@ def test_the_reference_runs_from_the_trial_seed_as_in_kernelbench(tmp_path):
         r = check.run_check(model=f"{tmp_path / 'redraw_same.py'}:ModelNew", reference=f"{tmp_path / 'redraw.py'}:Model",
                             trials=3, device="cpu", strict=strict, strict_seed=1)
         assert r["verdict"] == "PASS", r["message"]
+
+
+def test_a_reference_that_returns_no_tensor_is_the_checks_error(tmp_path, capsys):
+    # KernelBench reads output.shape and fails every candidate; the check says why, exit status 2.
+    (tmp_path / "pair.py").write_text(REDRAW.replace("torch.rand(x.shape)", "x.max(dim=1)"))
+    (tmp_path / "pair_new.py").write_text("import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                                          "    def forward(self, x):\n        return x.max(dim=1)\n")
+    rc = check.main(["--reference", f"{tmp_path / 'pair.py'}:Model", "--model", f"{tmp_path / 'pair_new.py'}:ModelNew",
+                     "--device", "cpu", "--quiet"])
+    assert rc == 2
+    assert "the reference's forward returned a max, not a tensor" in capsys.readouterr().err
