@@ -55,7 +55,7 @@ def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: flo
         value = ratio[at].item()
         if worst_ratio is None or value > worst_ratio or (math.isnan(value) and not math.isnan(worst_ratio)):
             worst_ratio, flat = value, begin + at
-    index = list(torch.unravel_index(torch.tensor(flat), tuple(ref.shape))) if ref.dim() else []
+    index = list(torch.unravel_index(torch.tensor(flat), tuple(ref.shape))) if ref.dim() and total else []
     index = [int(i) for i in index]
     r, n = (ref_flat[flat].double().item(), new_flat[flat].double().item()) if total else (0.0, 0.0)
     # For a NaN/Inf candidate no tolerance helps; show what a finite value would have been allowed.
