@@ -182,7 +182,7 @@ def oracle_error(out: torch.Tensor, truth: torch.Tensor) -> dict:
     out_flat, truth_flat = out.reshape(-1), truth.reshape(-1)
     squares, maxima = [], []
     for o, t in chunks(out_flat, truth_flat):
-        err = o.double() - t
+        err = o.double() - t.double()  # an integer or bool truth too (a comparison's output)
         squares.append(err.pow(2).sum().item())
         maxima.append(err.abs().max())
     if not maxima:

@@ -196,3 +196,15 @@ def test_an_empty_output_compares_as_kernelbench_compares_it():
         r = _check("softmax", candidate, "cpu", sets={"batch_size": 0})
         assert r["verdict"] == "PASS", r["message"]
         assert r["trials"][0]["reference_shape"] == [0, 1000]
+
+
+@pytest.mark.parametrize("candidate, verdict", [("torch.gt(x, 0)", "PASS"), ("x < 0", "FAIL")])
+def test_a_bool_output_is_compared_as_kernelbench_compares_it(candidate, verdict, tmp_path):
+    # allclose holds for equal bool tensors; the fp64 oracle's error is taken on them as numbers.
+    (tmp_path / "sign.py").write_text(REDRAW.replace("torch.rand(x.shape)", "x > 0"))
+    (tmp_path / "sign_new.py").write_text("import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+                                          f"    def forward(self, x):\n        return {candidate}\n")
+    r = check.run_check(model=f"{tmp_path / 'sign_new.py'}:ModelNew", reference=f"{tmp_path / 'sign.py'}:Model",
+                        trials=2, device="cpu")
+    assert (r["verdict"], r["reason"]) == (verdict, None if verdict == "PASS" else "mismatch"), r["message"]
+    assert r["trials"][0]["oracle"] is not None
