@@ -7,7 +7,7 @@
 DIR is a work tree of KernelBench's repository (its evaluation is imported from DIR/src at run
 time; none of its code is kept here). For each (problem, candidate) pair, each in a process of
 its own: (a) KernelBench's `kernelbench.eval.eval_kernel_against_ref` on the problem's and the
-candidate's source, 5 correctness trials, fp32, seed 42, as its scripts call it; (b) `check.py`
+candidate's source, 5 correctness trials, seed 42, fp32 or --dtype, as its scripts call it; (b) `check.py`
 with KernelBench's protocol; (c) `check.py --strict`. The default pairs: every pair of
 tests/problems/ as batch mode finds them, and tests/problems/kernelbench/ at small sizes (--set).
 
@@ -97,9 +97,10 @@ def import_kernelbench(src: Path):
     return importlib.import_module("kernelbench.eval"), importlib.import_module("kernelbench.utils")
 
 
-def kernelbench_verdict(src: Path, problem: Path, candidate: Path, sets: dict) -> dict:
+def kernelbench_verdict(src: Path, problem: Path, candidate: Path, sets: dict, dtype: str) -> dict:
     import torch
     from harness.problem import overridden_source
+    from harness.protocol import DTYPES
 
     ev, utils = import_kernelbench(src)
     ref_src = overridden_source(str(problem), sets) if sets else problem.read_text()
@@ -107,7 +108,7 @@ def kernelbench_verdict(src: Path, problem: Path, candidate: Path, sets: dict) -
         with cuda_on_cpu([ev, utils]):
             r = ev.eval_kernel_against_ref(ref_src, candidate.read_text(), seed_num=42, num_correct_trials=5,
                                            measure_performance=False, device=torch.device("cpu"),
-                                           precision=torch.float32)
+                                           precision=DTYPES[dtype])
     except Exception as exc:  # it catches only RuntimeError around the candidate's constructor
         return {"verdict": "RAISED", "why": f"{type(exc).__name__}: {exc}".splitlines()[0][:120]}
     if r is None:
@@ -131,8 +132,8 @@ def run(cmd: list, timeout: float) -> tuple:
 
 
 def kernelbench_side(args, problem, candidate, sets) -> dict:
-    rc, out = run([sys.executable, __file__, "--kernelbench", str(args.kernelbench), "--one", str(problem),
-                   str(candidate), json.dumps(sets)], args.timeout)
+    rc, out = run([sys.executable, __file__, "--kernelbench", str(args.kernelbench), "--dtype", args.dtype, "--one",
+                   str(problem), str(candidate), json.dumps(sets)], args.timeout)
     if rc is None:
         return {"verdict": "TIMEOUT", "why": f"over {args.timeout:g} s"}
     line = next((s for s in out.splitlines() if s.startswith(MARK)), None)
@@ -142,9 +143,10 @@ def kernelbench_side(args, problem, candidate, sets) -> dict:
 def ours(args, problem, candidate, sets, strict: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        rc, _ = run([sys.executable, str(REPO / "check.py"), "--reference", f"{problem}:Model", "--model",
-                     f"{candidate}:ModelNew", "--device", "cpu", "--quiet", "--json", str(out), *set_arguments(sets)]
-                    + (["--strict", "--strict-seed", str(args.strict_seed)] if strict else []), args.timeout)
+        cmd = [sys.executable, str(REPO / "check.py"), "--reference", f"{problem}:Model", "--model",
+               f"{candidate}:ModelNew", "--device", "cpu", "--dtype", args.dtype, "--quiet", "--json", str(out)]
+        strict_args = ["--strict", "--strict-seed", str(args.strict_seed)] if strict else []
+        rc, _ = run(cmd + set_arguments(sets) + strict_args, args.timeout)
         if rc is None:
             return {"verdict": "TIMEOUT", "reason": "timeout", "why": f"over {args.timeout:g} s"}
         if not out.is_file():
@@ -191,6 +193,7 @@ def main(argv=None) -> int:
     p.add_argument("--pair", nargs=2, action="append", metavar=("PROBLEM", "CANDIDATE"),
                    help="a problem file and a candidate file (repeatable; default: the pairs above)")
     p.add_argument("--set", dest="sets", action="append", metavar="NAME=VALUE", help="for every --pair")
+    p.add_argument("--dtype", choices=["fp32", "fp16", "bf16"], default="fp32", help="KernelBench's precision")
     p.add_argument("--timeout", type=float, default=60, help="seconds per run (default %(default)s)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--strict-seed", type=int, default=1)
@@ -201,7 +204,8 @@ def main(argv=None) -> int:
         p.error(f"{args.kernelbench}/src/kernelbench/eval.py not found: give a KernelBench work tree")
     if args.one:
         problem, candidate, sets = args.one
-        verdict = kernelbench_verdict(args.kernelbench.resolve(), Path(problem), Path(candidate), json.loads(sets))
+        verdict = kernelbench_verdict(args.kernelbench.resolve(), Path(problem), Path(candidate), json.loads(sets),
+                                      args.dtype)
         print(MARK + json.dumps(verdict), flush=True)
         return 0
     sets = parse_sets(args.sets)
