@@ -122,9 +122,10 @@ def _run(args, device: torch.device, sets: dict) -> dict:
     tol = KERNELBENCH_TOL["fp32"]
     try:
         with problem_overrides(module, sets):
-            init_inputs = list(module.get_init_inputs())
-            set_seed(KERNELBENCH_SEED, device)
             keep_integer = getattr(args, "keep_integer_inputs", False)
+            set_seed(KERNELBENCH_SEED, device)  # the constructor's tensors are drawn, cast and moved as in check.py
+            init_inputs = [to_device(x, device, torch.float32, keep_integer) for x in module.get_init_inputs()]
+            set_seed(KERNELBENCH_SEED, device)
             drawn = list(module.get_inputs())
             inputs = [to_device(x, device, torch.float32, keep_integer) for x in drawn]
             values = {k: list(v) if isinstance(v, tuple) else v for k, v in problem_values(module).items()}

@@ -175,3 +175,16 @@ def test_an_integer_constructor_tensor_that_cannot_be_cast_names_the_flag(tmp_pa
     assert "constructor input(s) [0] are integer or bool tensors" in capsys.readouterr().err
     torch.manual_seed(0)  # whatever state the caller left: the check seeds get_init_inputs itself
     assert check.main([*args, "--keep-integer-inputs"]) == 0  # drawn from seed 42, as the candidate checks
+
+
+def test_bench_casts_a_bool_constructor_tensor_unless_kept(capsys):
+    import bench
+    from tests.cases import PROBLEMS
+
+    argv = ["--reference", f"{PROBLEMS / 'mask_buffer.py'}:Model", "--model",
+            f"{PROBLEMS / 'mask_buffer_bool_mask.py'}:ModelNew", "--no-compile", "--device", "cpu", "--fast-ceilings",
+            "--kb-trials", "2", "--kb-warmup", "1", "--repeats", "2"]
+    assert bench.main(argv) == 0  # a candidate that fails is a row with its error
+    assert "only implemented on integer and Boolean" in capsys.readouterr().err
+    assert bench.main([*argv, "--keep-integer-inputs"]) == 0
+    assert "failed:" not in capsys.readouterr().err
