@@ -116,6 +116,7 @@ def run_check(
         raise CheckError(f"cannot load the reference {describe(reference)}: {type(exc).__name__}: {exc}") from exc
     with problem_overrides(ref_module, overrides):
         try:
+            set_seed(KERNELBENCH_SEED, dev)  # KernelBench seeds get_init_inputs as it seeds the constructors
             init_inputs = list(ref_module.get_init_inputs())
         except Exception as exc:
             raise CheckError(f"the reference's get_init_inputs() raised: {type(exc).__name__}: {exc}") from exc
@@ -180,18 +181,24 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
     }
     strict_result = result["strict"]
 
+    # The constructor's tensors are cast and moved as the forward's are (KernelBench does both).
+    init_cast = [k for k, x in enumerate(init_inputs) if isinstance(x, torch.Tensor) and not x.is_floating_point()]
+    init_inputs = [to_device(x, dev, torch_dtype, keep_integer_inputs) for x in init_inputs]
     with torch.no_grad():  # KernelBench runs both models under no_grad
         say(f"constructing the reference {describe(reference)} {init_inputs} ...")
         try:
             set_seed(KERNELBENCH_SEED, dev)
             ref_model = ref_cls(*init_inputs).to(device=dev, dtype=torch_dtype)
         except Exception as exc:
-            raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}") from exc
+            why = (f" (constructor input(s) {init_cast} are integer or bool tensors, cast to "
+                   f"{str(torch_dtype).replace('torch.', '')} as KernelBench casts them; --keep-integer-inputs keeps "
+                   f"their dtype)" if init_cast and not keep_integer_inputs else "")
+            raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}{why}") from exc
 
         say(f"loading and constructing the candidate {describe(model)} ...")
         watch = Watch() if strict_result is not None else None  # before the candidate's module runs
         try:
-            new_cls = load_class(model) if isinstance(model, str) else model
+            new_cls = load_class(model, problem_names=vars(ref_module)) if isinstance(model, str) else model
         except BaseException as exc:  # SystemExit from a candidate module must not end the check
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -305,6 +312,7 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     del drawn
     ref_inputs = device_copies(pristine, dev)
 
+    set_seed(trial_seed, dev)  # KernelBench seeds again after drawing the inputs: the reference runs from there
     t0 = time.perf_counter()
     try:
         ref_out = ref_model(*ref_inputs)
@@ -315,6 +323,9 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
                if cast and not keep_integer_inputs else "")
         raise CheckError(f"the reference's forward raised in trial {i}: {type(exc).__name__}: {exc}{why}") from exc
     rec["seconds"]["reference"] = time.perf_counter() - t0
+    if not isinstance(ref_out, torch.Tensor):  # KernelBench compares one tensor: it fails every candidate here
+        raise CheckError(f"the reference's forward returned a {type(ref_out).__name__}, not a tensor; KernelBench "
+                         f"compares one output tensor (its check fails every candidate of this problem)")
     rec["reference_shape"] = list(ref_out.shape)
     del ref_inputs
     new_inputs = device_copies(pristine, dev)
@@ -399,12 +410,13 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
         rec["reasons"].append("mismatch")
 
     # A cached result: the candidate repeats an earlier output although the reference's
-    # changed. Only earlier outputs that were right for their own inputs count: a
-    # candidate that is wrong the same way every time (all zeros) is not caching.
+    # changed, and it is wrong for these inputs. Only earlier outputs that were right for their
+    # own inputs count: a candidate that is wrong the same way every time (all zeros) is not
+    # caching; one right for these too is no failure (a bf16 scalar rounds to one value twice).
     # The history keeps fingerprints, not outputs (8 outputs of each model need not fit anywhere).
     ref_print, new_print = fingerprint(ref_out), fingerprint(new_out)
-    if any(same_fingerprint(old_new, new_print) and not same_fingerprint(old_ref, ref_print)
-           for old_ref, old_new in history):
+    if not cmp["allclose"] and any(same_fingerprint(old_new, new_print) and not same_fingerprint(old_ref, ref_print)
+                                   for old_ref, old_new in history):
         rec["reasons"].insert(rec["reasons"].index("mismatch") if "mismatch" in rec["reasons"] else len(rec["reasons"]),
                               "stale_output")
     if cmp["allclose"] and len(history) < 8:  # a cache returns an early output; 8 is plenty

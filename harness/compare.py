@@ -38,7 +38,7 @@ def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: flo
 
     Uses torch.allclose's own rule, |ref - new| <= atol + rtol * |new| (the second
     argument, the candidate, scales the tolerance: KernelBench calls
-    allclose(reference_output, candidate_output)). Taken COMPARE_CHUNK elements at a time.
+    allclose(reference_output, candidate_output)). Taken a chunk at a time (chunk_elements).
     """
     ref_flat, new_flat = ref.reshape(-1), new.reshape(-1)
     total = ref_flat.numel()
@@ -67,7 +67,7 @@ def compare_outputs(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: flo
         if worst_ratio is None or value > worst_ratio or (math.isnan(value) and not math.isnan(worst_ratio)):
             worst_ratio, flat = value, begin + at
         begin += r_chunk.numel()
-    index = list(torch.unravel_index(torch.tensor(flat), tuple(ref.shape))) if ref.dim() else []
+    index = list(torch.unravel_index(torch.tensor(flat), tuple(ref.shape))) if ref.dim() and total else []
     index = [int(i) for i in index]
     r, n = (ref_flat[flat].double().item(), new_flat[flat].double().item()) if total else (0.0, 0.0)
     # For a NaN/Inf candidate no tolerance helps; show what a finite value would have been allowed.
@@ -202,7 +202,7 @@ def oracle_error(out: torch.Tensor, truth: torch.Tensor) -> dict:
     out_flat, truth_flat = out.reshape(-1), truth.reshape(-1)
     squares, maxima = [], []
     for t, o in chunks(truth_flat, out_flat):
-        err = o.to(t.device).double() - t
+        err = o.to(t.device).double() - t.double()  # an integer or bool truth too (a comparison's output)
         squares.append(err.pow(2).sum().item())
         maxima.append(err.abs().max())
     if not maxima:

@@ -31,8 +31,11 @@ class CheckError(Exception):
     """The check itself cannot run (bad spec, reference fails): exit status 2."""
 
 
-def load_class(spec: str, default_class: str = "ModelNew") -> type:
-    """Load `MODULE:CLASS` (an importable module) or `path/to/file.py:CLASS`."""
+def load_class(spec: str, default_class: str = "ModelNew", problem_names: Optional[dict] = None) -> type:
+    """Load `MODULE:CLASS` (an importable module) or `path/to/file.py:CLASS`. A file's module
+    starts with `problem_names` (a problem module's namespace) when given: KernelBench's eval
+    runs a candidate's source in the namespace where it ran its problem's, so a candidate may
+    use the problem's `Model` and sizes without importing them."""
     began = os.environ.get(BATCH_BEGAN_ENV)
     if began:
         open(began, "a").close()
@@ -53,6 +56,9 @@ def load_class(spec: str, default_class: str = "ModelNew") -> type:
         name = "_check_candidate_%x_%s" % (abs(hash(path)), os.path.splitext(os.path.basename(path))[0])
         module_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(module_spec)
+        for key, value in (problem_names or {}).items():
+            if not key.startswith("__"):
+                setattr(module, key, value)
         sys.modules[name] = module
         module_spec.loader.exec_module(module)
     else:
@@ -138,6 +144,16 @@ def overridden_module_code(module, sets: dict):
     path = getattr(module, "__file__", None)
     if not path or not path.endswith(".py") or not os.path.isfile(path):
         return None
+    return compile(overridden_tree(path, sets), path, "exec")
+
+
+def overridden_source(path: str, sets: dict) -> str:
+    """A problem file's source as `--set` runs it, for a tool that takes the problem as text
+    (KernelBench's eval does)."""
+    return ast.unparse(overridden_tree(path, sets))
+
+
+def overridden_tree(path: str, sets: dict) -> ast.Module:
     with open(path) as f:
         tree = ast.parse(f.read(), filename=path)
     body = [ast.parse(f"{OVERRIDES_NAME} = {sets!r}").body[0]]
@@ -147,7 +163,7 @@ def overridden_module_code(module, sets: dict):
             body.append(ast.parse(f"{name} = {OVERRIDES_NAME}[{name!r}]").body[0])
     body.append(ast.parse(f"del {OVERRIDES_NAME}").body[0])
     tree.body = body
-    return compile(ast.fix_missing_locations(tree), path, "exec")
+    return ast.fix_missing_locations(tree)
 
 
 def assigned_names(stmt) -> set:

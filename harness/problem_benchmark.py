@@ -122,12 +122,14 @@ def _run(args, device: torch.device, sets: dict) -> dict:
     tol = KERNELBENCH_TOL["fp32"]
     try:
         with problem_overrides(module, sets):
-            init_inputs = list(module.get_init_inputs())
-            set_seed(KERNELBENCH_SEED, device)
             keep_integer = getattr(args, "keep_integer_inputs", False)
+            set_seed(KERNELBENCH_SEED, device)  # the constructor's tensors are drawn, cast and moved as in check.py
+            init_inputs = [to_device(x, device, torch.float32, keep_integer) for x in module.get_init_inputs()]
+            set_seed(KERNELBENCH_SEED, device)
             drawn = list(module.get_inputs())
             inputs = [to_device(x, device, torch.float32, keep_integer) for x in drawn]
             values = {k: list(v) if isinstance(v, tuple) else v for k, v in problem_values(module).items()}
+            names = dict(vars(module))  # what a candidate may use unimported, as in KernelBench's eval
     except CheckError as exc:  # a bad --set
         raise BenchError(str(exc)) from None
     except Exception as exc:
@@ -151,7 +153,7 @@ def _run(args, device: torch.device, sets: dict) -> dict:
         rows_to_run.append(("reference compiled", torch.compile(ref_model)))
     for spec in args.model or []:
         try:
-            cls = load_class(spec)
+            cls = load_class(spec, problem_names=names)
             set_seed(KERNELBENCH_SEED, device)
             rows_to_run.append((spec, cls(*init_inputs).to(device=device, dtype=torch.float32).eval()))
         except Exception as exc:  # noqa: BLE001 - a candidate that cannot be built is a failed row

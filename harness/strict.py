@@ -355,8 +355,9 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
     def on_device(inputs):
         return [x.to(dev, copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
 
-    def reference_answer(inputs):
+    def reference_answer(inputs, seed):
         ref_inputs = on_device(inputs)
+        set_seed(seed, dev)  # the reference runs from its inputs' seed, as in a trial (KernelBench's protocol)
         try:
             out = ref_model(*ref_inputs)
             sync(dev)
@@ -381,7 +382,7 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
     with torch.no_grad():
         for kind, seed in plan:
             inputs = draw(seed)
-            ref_host, ref_aliases = reference_answer(inputs)
+            ref_host, ref_aliases = reference_answer(inputs, seed)
             trivial = degenerate_warnings(ref_host, inputs, atol, rtol)
             degenerate = trivial if degenerate is None else degenerate & trivial  # on every input drawn
             cand_inputs = on_device(inputs)
@@ -417,7 +418,7 @@ def strict_calls(ref_model, new_model, make_inputs: Callable, dev: torch.device,
             first_inputs = draw(first_seed)
             first_answer = answers.get(first_seed)
             if first_answer is None:  # past the budget: the reference again
-                first_answer = reference_answer(first_inputs)[0]
+                first_answer = reference_answer(first_inputs, first_seed)[0]
             findings.extend(_determinism(new_model, on_device, first_inputs, first_answer, atol, rtol, strict_seed,
                                          warnings, first_seed))
     if cuda and timings:
