@@ -352,14 +352,15 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
             rec["status"] = "fail"
             return out
 
-    # Input mutation: compare the candidate's copy with the pristine one. KernelBench
-    # would not notice (it hands both models the same tensors), but a kernel that
-    # writes into its input is a bug waiting for a caller that reuses it.
+    # Input mutation: compare the candidate's copy with the pristine one. KernelBench does
+    # not notice (it hands both models the same tensors), so the plain verdict keeps its
+    # (the report warns); --strict fails it: a caller that reuses its input gets other values.
     changed = changed_inputs(pristine, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in new_inputs])
     del new_inputs
     if changed:
-        rec["reasons"].append("mutated_input")
         rec["mutation"] = changed
+        if watch is not None:
+            rec["reasons"].append("mutated_input")
 
     if not isinstance(new_out, torch.Tensor):
         rec["reasons"].insert(0, "not_a_tensor")
@@ -564,6 +565,12 @@ def _hints(result: dict) -> list:
         hints.append("the reference keeps the summed dimension: (batch, 1), i.e. sum(..., dim=1, keepdim=True)")
     if reason == "mutated_input":
         hints.append("write into a new tensor (torch.empty_like / a workspace), never into x")
+    mutated = [t for t in trials if t.get("mutation")]
+    if mutated and reason != "mutated_input":
+        m = mutated[0]["mutation"][0]
+        hints.append(f"the candidate wrote into its input in {len(mutated)}/{n} trials (input {m['input']}: "
+                     f"{m['n_changed']} of {m['n_elements']} elements in trial {mutated[0]['index']}): KernelBench "
+                     f"does not look, so neither does this verdict; --strict fails it (mutated_input)")
     if any(t["nonfinite"] and t["nonfinite"]["reference"] for t in trials):
         hints.append("the reference itself produced NaN/Inf: torch.allclose fails NaN == NaN, "
                      "so KernelBench fails even the reference here")
