@@ -29,7 +29,10 @@ def test_problem_table_json_and_plot(name, tmp_path, capsys):
     assert r["estimates"]["bytes_lower_bound"] > 0
     rows = {row["name"].rsplit("/", 1)[-1]: row for row in r["rows"]}
     eager, ok, wrong = rows["reference eager"], rows[f"{name}_ok.py:ModelNew"], rows[f"{name}_wrong.py:ModelNew"]
-    assert eager["check"]["bitwise_equal"] and eager["time_ms"] > 0 and eager["kernelbench"]["mean_ms"] > 0
+    assert eager["check"]["ok"] and eager["time_ms"] > 0 and eager["kernelbench"]["mean_ms"] > 0
+    # The reference against its own first output: the same bits, but for the CPU convolution,
+    # which returned other bits on a later call in 2 of about 10 full suite runs (not reproduced alone).
+    assert eager["check"]["bitwise_equal"] or name == "conv_bias_act", eager["check"]
     assert ok["error"] is None and ok["check"]["ok"], ok
     assert ok["speedup_vs_eager"] > 0 and ok["pct_of_roofline_estimate"] > 0
     assert wrong["error"] is not None or not wrong["check"]["ok"], wrong
