@@ -144,8 +144,8 @@ def chunks(*tensors: torch.Tensor):
 
 
 def allclose(ref: torch.Tensor, new: torch.Tensor, atol: float, rtol: float) -> bool:
-    """torch.allclose(ref, new, atol=atol, rtol=rtol), COMPARE_CHUNK elements at a time (its
-    temporaries are several outputs' worth)."""
+    """torch.allclose(ref, new, atol=atol, rtol=rtol), a chunk at a time (its temporaries are
+    several outputs' worth)."""
     if ref.shape != new.shape:
         return bool(torch.allclose(ref, new, atol=atol, rtol=rtol))  # its own broadcast or error
     return all(bool(torch.allclose(r, n, atol=atol, rtol=rtol)) for r, n in chunks(ref, new))
@@ -180,7 +180,7 @@ def nan_where_finite(ref: torch.Tensor, new: torch.Tensor) -> bool:
 
 
 def count_equal(ref: torch.Tensor, new: torch.Tensor) -> int:
-    """How many elements of two same-shape tensors are equal, COMPARE_CHUNK at a time."""
+    """How many elements of two same-shape tensors are equal, a chunk at a time."""
     return sum(int((r == n).sum()) for r, n in chunks(ref, new))
 
 

@@ -3,11 +3,10 @@
 The check keeps on the device one copy of the inputs, the reference's output and the
 candidate's output (and both models' parameters), and compares the outputs there a chunk at a
 time; the pristine inputs, the fp64 oracle, the history and --strict's answers stay on the
-host. `estimate_bytes`
-works the sizes out on torch's meta device (no memory, no compute); `refuse_if_too_big`
-stops a problem that cannot fit, with the numbers, instead of letting it fail half-way with
-an OOM (on the device, or on the host where the operating system kills the process);
-`host_bytes` says what the host holds, and what the oracle would add.
+host. `estimate_bytes` works the sizes out on torch's meta device (no memory, no compute);
+`refuse_if_too_big` stops a problem that cannot fit, with the numbers, instead of letting it
+fail half-way with an OOM (on the device, or on the host where the operating system kills
+the process); `host_bytes` says what the host holds, and what the oracle would add.
 """
 
 from __future__ import annotations
@@ -109,7 +108,7 @@ def refuse_if_host_too_small(host: Optional[dict], free_bytes: Optional[int]) ->
     if host["check"] * HOST_MARGIN > free_bytes:
         raise CheckError(
             f"this problem cannot fit in host memory: the check needs {host['check'] / gib:.2f} GiB there (the "
-            f"pristine inputs, the outputs' copies, with --strict its calls' and the answers it keeps), "
+            f"pristine inputs, on a CPU device the outputs, with --strict its calls' and the answers it keeps), "
             f"{HOST_MARGIN - 1:.0%} more for what the estimate misses, and {free_bytes / gib:.2f} GiB is available; use smaller sizes "
             f"(--set NAME=VALUE)")
     return (host["check"] + host["oracle"]) * HOST_MARGIN <= free_bytes

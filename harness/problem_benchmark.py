@@ -23,7 +23,7 @@ import torch
 from harness.compare import changed_inputs, compare_outputs
 from harness.machine import elapsed_s, log, machine_info, measure_ceilings
 from harness.problem import CheckError, describe, error_info, load_class, problem_overrides, problem_values
-from harness.protocol import KERNELBENCH_SEED, KERNELBENCH_TOL, set_seed, to_device
+from harness.protocol import KERNELBENCH_SEED, KERNELBENCH_TOL, cast_note, set_seed, to_device
 from harness.timing import (CPU_KB_TRIALS, CPU_KB_WARMUP, CPU_REPEATS, KB_TRIALS, KB_WARMUP, Backend, BenchError,
                             format_ms, kernelbench_time, make_backend, robust_time)
 
@@ -140,10 +140,7 @@ def _run(args, device: torch.device, sets: dict) -> dict:
         with torch.no_grad():
             ref_out = ref_model(*inputs)
     except Exception as exc:
-        cast = [k for k, x in enumerate(drawn) if isinstance(x, torch.Tensor) and not x.is_floating_point()
-                and not keep_integer]
-        why = " (integer inputs are cast to fp32 as KernelBench casts them; --keep-integer-inputs keeps them)" \
-            if cast else ""
+        why = cast_note(drawn, torch.float32, keep_integer)
         raise BenchError(f"the reference's forward raised: {type(exc).__name__}: {exc}{why}") from None
     flops = flops_estimate(ref_model, inputs)
     nbytes = bytes_lower_bound(ref_model, inputs, ref_out)

@@ -39,6 +39,16 @@ def to_device(obj: Any, device: torch.device, dtype: torch.dtype, keep_integer_i
     return obj
 
 
+def cast_note(inputs: list, dtype: torch.dtype, keep_integer_inputs: bool, what: str = "input(s)") -> str:
+    """Why a reference may have raised on these inputs: their integer or bool tensors were cast
+    to `dtype` as KernelBench casts them ("" when none were)."""
+    cast = [k for k, x in enumerate(inputs) if isinstance(x, torch.Tensor) and not x.is_floating_point()]
+    if not cast or keep_integer_inputs:
+        return ""
+    return (f" ({what} {cast} are integer or bool tensors, cast to {str(dtype).replace('torch.', '')} as KernelBench "
+            f"casts them; --keep-integer-inputs keeps their dtype)")
+
+
 def clone(obj: Any) -> Any:
     return obj.clone() if isinstance(obj, torch.Tensor) else obj
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from harness.compare import allclose, chunks, count_not_close, equal_nan_as_zero
+from harness.compare import allclose, chunks, count_not_close, equal_nan_as_zero, nan_where_finite
 from harness.problem import CheckError
 from harness.protocol import set_seed, sync, to_device
 
@@ -439,7 +439,7 @@ def _answer_findings(out, ref_host, answers, seed, cuda, atol, rtol, when, stric
                         strict_seed)]
     if allclose(ref_host, new_host, atol, rtol):
         return []
-    if cuda and bool((torch.isnan(new_host) & torch.isfinite(ref_host)).any()):
+    if cuda and nan_where_finite(ref_host, new_host):
         return [finding("unwritten_output", f"NaN where the reference is finite after freed memory was filled with "
                                             f"NaN: an output the kernel never wrote (a launch that failed?) ({when})",
                         strict_seed)]

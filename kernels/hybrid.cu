@@ -63,6 +63,35 @@ __device__ __forceinline__ void block_sum(double v, double* shared, int slot) {
   if (lane == 0) shared[slot * (kStatsThreads / 32) + warp] = v;
 }
 
+// One row's nine sums to its column-sum answer, z (margin over sigma) and risk.
+__device__ __forceinline__ void stats_epilogue(const StatsArgs& a, int64_t row, const double* t) {
+  const double* g = a.scalars;
+  const double K = static_cast<double>(a.K);
+  const double m = t[0] / K;
+  // x = m + d: the mean's part exactly, the rest by the diagonal of the Gram matrix.
+  const double gemm = m * m * g[kGamma] + 2 * m * (t[3] - m * g[kSumBeta]) + (t[7] - 2 * m * t[4] + m * m * g[kSumOmega]);
+  const double ysq =
+      m * m * g[kGammaLast] + 2 * m * (t[5] - m * g[kSumBetaLast]) + (t[8] - 2 * m * t[6] + m * m * g[kSumOmegaLast]);
+  const double ysum = t[2];
+  const double out = a.scale * ysum;
+  const float out32 = __double2float_rn(out);
+  a.approx[row] = out32;
+  const double var = a.kappa * (a.scale * a.scale * (fmax(gemm, 0.0) + a.tail_depth * (fmax(ysq, 0.0) + ysum * ysum)) +
+                                out * out);
+  const double sigma = a.sigma_factor * sqrt(var);
+  // The fp32 rounding of our answer, and a bound on its fp64 error (Cauchy-Schwarz on sum |x c|).
+  const double mag = fabs(static_cast<double>(out32));
+  const double half_ulp = mag > 0 ? ldexp(1.0, ilogb(mag) - 24) : ldexp(1.0, -150);
+  const double fp64_error = fabs(a.scale) * K * ldexp(1.0, -53) * sqrt(t[1] * g[kColsumNormSq]);
+  const double margin = (a.atol + a.rtol * mag) / (1 + a.rtol) - half_ulp - fp64_error;
+  // |partial| <= N ||x|| max_h ||W_h||: keep every partial far inside fp32's range, else the exact path.
+  const bool in_range = t[1] * g[kPartialBoundSq] < 1e72;
+  double z = margin / sigma;
+  if (!(margin > 0) || !in_range || !isfinite(out) || isnan(z)) z = -INFINITY;
+  a.z[row] = z;
+  a.risk[row] = erfc(z * M_SQRT1_2);  // P(|N(0,1)| > z); 2 for z = -inf
+}
+
 constexpr int kStatsRows = 4;  // rows per block: each vector element read once serves them all
 
 __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, int64_t M) {
@@ -111,31 +140,7 @@ __global__ void __launch_bounds__(kStatsThreads) row_stats_kernel(StatsArgs a, i
     t[i] = 0;
     for (int w = 0; w < W; ++w) t[i] += partial[(threadIdx.x * kSums + i) * W + w];
   }
-  const double* g = a.scalars;
-  const double K = static_cast<double>(a.K);
-  const double m = t[0] / K;
-  // x = m + d: the mean's part exactly, the rest by the diagonal of the Gram matrix.
-  const double gemm = m * m * g[kGamma] + 2 * m * (t[3] - m * g[kSumBeta]) + (t[7] - 2 * m * t[4] + m * m * g[kSumOmega]);
-  const double ysq =
-      m * m * g[kGammaLast] + 2 * m * (t[5] - m * g[kSumBetaLast]) + (t[8] - 2 * m * t[6] + m * m * g[kSumOmegaLast]);
-  const double ysum = t[2];
-  const double out = a.scale * ysum;
-  const float out32 = __double2float_rn(out);
-  a.approx[row] = out32;
-  const double var = a.kappa * (a.scale * a.scale * (fmax(gemm, 0.0) + a.tail_depth * (fmax(ysq, 0.0) + ysum * ysum)) +
-                                out * out);
-  const double sigma = a.sigma_factor * sqrt(var);
-  // The fp32 rounding of our answer, and a bound on its fp64 error (Cauchy-Schwarz on sum |x c|).
-  const double mag = fabs(static_cast<double>(out32));
-  const double half_ulp = mag > 0 ? ldexp(1.0, ilogb(mag) - 24) : ldexp(1.0, -150);
-  const double fp64_error = fabs(a.scale) * K * ldexp(1.0, -53) * sqrt(t[1] * g[kColsumNormSq]);
-  const double margin = (a.atol + a.rtol * mag) / (1 + a.rtol) - half_ulp - fp64_error;
-  // |partial| <= N ||x|| max_h ||W_h||: keep every partial far inside fp32's range, else the exact path.
-  const bool in_range = t[1] * g[kPartialBoundSq] < 1e72;
-  double z = margin / sigma;
-  if (!(margin > 0) || !in_range || !isfinite(out) || isnan(z)) z = -INFINITY;
-  a.z[row] = z;
-  a.risk[row] = erfc(z * M_SQRT1_2);  // P(|N(0,1)| > z); 2 for z = -inf
+  stats_epilogue(a, row, t);
 }
 
 // ---------------------------------------------------------------------------

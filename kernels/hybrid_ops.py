@@ -162,13 +162,16 @@ def select_reference(x: torch.Tensor, stats: WeightStatistics, scale: float, hid
     z = margin / sigma
     z = torch.where(margin > 0, z, torch.full_like(z, -math.inf)).nan_to_num(nan=-math.inf)
     risk = torch.special.erfc(z * math.sqrt(0.5))
-    # Each row's risk plus that of every row at least as safe (ties together): kept within the budget.
+    return approx.unsqueeze(1), cut(z, risk, budget)
+
+
+def cut(z: torch.Tensor, risk: torch.Tensor, budget: float = BUDGET) -> torch.Tensor:
+    """The exact-row mask of kb14::hybrid_rows' cut, in plain torch: a row keeps the column-sum
+    answer when its risk plus that of every row at least as safe (ties together) is within the budget."""
     z_sorted, order = torch.sort(z, descending=True)
     above_sorted = torch.cumsum(risk[order], 0)
     last_tie = torch.searchsorted(-z_sorted, -z, right=True) - 1
-    above = above_sorted[last_tie]
-    exact = ~((z > -math.inf) & (above <= budget))
-    return approx.unsqueeze(1), exact
+    return ~((z > -math.inf) & (above_sorted[last_tie] <= budget))
 
 
 # ---- the ops ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import results_table  # noqa: E402
 from harness.timing import make_backend, robust_time  # noqa: E402
-from kernels import jit  # noqa: E402
+import experiment  # noqa: E402
 
 # name -> the index of rows_gemm_variant's switch in gemm_tiles.cu. BMxBNxBK tile, TMxTN
 # accumulators a thread, blocks an SM where the register cap allows more than one.
@@ -39,20 +39,6 @@ VARIANTS = {
 MAX_COUNT = {name: 192 for name in VARIANTS if "fused-zero" in name or name.startswith("kmajor")}
 
 
-def build():
-    from torch.utils.cpp_extension import load_inline
-
-    src = (Path(__file__).with_name("gemm_tiles.cu")).read_text()
-    arch = "".join(map(str, torch.cuda.get_device_capability()))
-    build_dir = jit.cache_root() / "experiments_gemm_tiles"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    load_inline(name="kb14_gemm_tiles", cpp_sources=[""], cuda_sources=[src], is_python_module=False,
-                extra_cuda_cflags=jit.nvcc_flags(arch), extra_cflags=list(jit.HOST_FLAGS),
-                extra_ldflags=jit.link_flags(), extra_include_paths=[str(ROOT / "kernels")],
-                build_directory=str(build_dir))
-    return torch.ops.kb14_gemm_tiles.rows_gemm_variant
-
-
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--json")
@@ -63,7 +49,8 @@ def main() -> int:
     p.add_argument("--counts", type=int, nargs="*", help="row counts to time (default: all, half, 179, 128, a tenth)")
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per variant and count")
     args = p.parse_args()
-    op = build()
+    experiment.build("gemm_tiles.cu")
+    op = torch.ops.kb14_gemm_tiles.rows_gemm_variant
     m, k, n = args.shape
     dev = torch.device("cuda")
     gen = torch.Generator(device=dev).manual_seed(0)
@@ -109,8 +96,7 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     if args.table:
-        common = dict(commit=results_table.current_commit(), gpu=out["gpu"], torch=out["torch"],
-                      shape="x".join(map(str, out["shape"])), dtype="fp32", method="read flush, median")
+        common = experiment.table_columns(out)
         rows = [results_table.row(**common, implementation="cuBLAS torch.matmul, all rows", time_ms=out["cublas_ms"],
                                   exact="yes", note="scripts/experiments/gemm_tiles.py")]
         rows += [results_table.row(**common, implementation=f"rows_gemm {r['variant']}, {r['count']} rows",

@@ -2,9 +2,9 @@
 // for scripts/experiments/row_stats.py. The library's kernel takes four rows a block of 256
 // threads, each thread striding over k one element at a time. The variants give each row one
 // warp, 16-byte loads of x and of the fp32 vectors (two 16-byte loads of the fp64 column
-// sum), kRowsPerWarp rows a warp sharing each vector element, and the eight warps of a block
-// reading the same vector elements at once (L1 serves the seven others). Same sums, same
-// epilogue (copied from the library's at 39a345c), in another order of fp64 additions.
+// sum), R rows a warp sharing each vector element, and the eight warps of a block
+// reading the same vector elements at once (L1 serves the seven others). Same sums, in
+// another order of fp64 additions, then the library's own epilogue (stats_epilogue).
 #include "hybrid.cu"
 
 #include <torch/library.h>
@@ -13,32 +13,6 @@ namespace kb14 {
 namespace hybrid_cuda {
 
 constexpr int kWarpStatsThreads = 256;
-
-// The library's epilogue, one row: its nine sums to (approx, z, risk).
-__device__ void stats_epilogue(const StatsArgs& a, int64_t row, const double* t) {
-  const double* g = a.scalars;
-  const double K = static_cast<double>(a.K);
-  const double m = t[0] / K;
-  const double gemm = m * m * g[kGamma] + 2 * m * (t[3] - m * g[kSumBeta]) + (t[7] - 2 * m * t[4] + m * m * g[kSumOmega]);
-  const double ysq =
-      m * m * g[kGammaLast] + 2 * m * (t[5] - m * g[kSumBetaLast]) + (t[8] - 2 * m * t[6] + m * m * g[kSumOmegaLast]);
-  const double ysum = t[2];
-  const double out = a.scale * ysum;
-  const float out32 = __double2float_rn(out);
-  a.approx[row] = out32;
-  const double var = a.kappa * (a.scale * a.scale * (fmax(gemm, 0.0) + a.tail_depth * (fmax(ysq, 0.0) + ysum * ysum)) +
-                                out * out);
-  const double sigma = a.sigma_factor * sqrt(var);
-  const double mag = fabs(static_cast<double>(out32));
-  const double half_ulp = mag > 0 ? ldexp(1.0, ilogb(mag) - 24) : ldexp(1.0, -150);
-  const double fp64_error = fabs(a.scale) * K * ldexp(1.0, -53) * sqrt(t[1] * g[kColsumNormSq]);
-  const double margin = (a.atol + a.rtol * mag) / (1 + a.rtol) - half_ulp - fp64_error;
-  const bool in_range = t[1] * g[kPartialBoundSq] < 1e72;
-  double z = margin / sigma;
-  if (!(margin > 0) || !in_range || !isfinite(out) || isnan(z)) z = -INFINITY;
-  a.z[row] = z;
-  a.risk[row] = erfc(z * M_SQRT1_2);
-}
 
 // One warp a row group of R rows; lane l takes k = 4 (l + 32 i) .. +3. K % 4 == 0 and 16-byte rows.
 template <int R>

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -22,36 +21,14 @@ sys.path.insert(0, str(ROOT))
 
 from harness import results_table  # noqa: E402
 from harness.timing import make_backend, robust_time  # noqa: E402
-from kernels import hybrid_ops, jit  # noqa: E402
+import experiment  # noqa: E402
+from kernels import hybrid_ops  # noqa: E402
 
 # name -> the index of row_stats_variant's switch in row_stats.cu.
 VARIANTS = {"library": 0,  # four rows a block of 256 threads, a thread an element a step
             "warp-per-row": 1,  # a warp a row, 16-byte loads, eight warps a block sharing the vectors
             "warp-two-rows": 2}  # the same, two rows a warp
 SCALE = 1.5 / 2
-
-
-def build():
-    from torch.utils.cpp_extension import load_inline
-
-    src = Path(__file__).with_name("row_stats.cu").read_text()
-    arch = "".join(map(str, torch.cuda.get_device_capability()))
-    build_dir = jit.cache_root() / "experiments_row_stats"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    load_inline(name="kb14_row_stats", cpp_sources=[""], cuda_sources=[src], is_python_module=False,
-                extra_cuda_cflags=jit.nvcc_flags(arch), extra_cflags=list(jit.HOST_FLAGS),
-                extra_ldflags=jit.link_flags(), extra_include_paths=[str(ROOT / "kernels")],
-                build_directory=str(build_dir))
-    return torch.ops.kb14_row_stats.row_stats_variant
-
-
-def exact_rows(z: torch.Tensor, risk: torch.Tensor, budget: float = hybrid_ops.BUDGET) -> torch.Tensor:
-    """The library's cut on (z, risk): a row keeps the column-sum answer when the risks of
-    the rows at least as safe add up to at most the budget."""
-    z_sorted, order = torch.sort(z, descending=True)
-    above_sorted = torch.cumsum(risk[order], 0)
-    last_tie = torch.searchsorted(-z_sorted, -z, right=True) - 1
-    return ~((z > -math.inf) & (above_sorted[last_tie] <= budget))
 
 
 def main() -> int:
@@ -61,7 +38,8 @@ def main() -> int:
     p.add_argument("--shape", type=int, nargs=3, default=[1024, 8192, 8192], metavar=("M", "K", "N"))
     p.add_argument("--budget", type=float, default=1.5, help="seconds of timing per variant")
     args = p.parse_args()
-    op = build()
+    experiment.build("row_stats.cu")
+    op = torch.ops.kb14_row_stats.row_stats_variant
     m, k, n = args.shape
     dev = torch.device("cuda")
     torch.manual_seed(42)
@@ -79,11 +57,11 @@ def main() -> int:
     print(f"kb14::hybrid_rows in all (statistics, cut, compaction): {t_lib['median_ms'] * 1e3:.1f} us, "
           f"{int(lib[3].item())} exact rows", flush=True)
     approx0, z0, risk0 = op(*call_args, 0)
-    exact0 = exact_rows(z0, risk0)
+    exact0 = hybrid_ops.cut(z0, risk0)
     assert torch.equal(exact0, lib[1]), "the cut in torch differs from the library's"
     for name, v in VARIANTS.items():
         approx, z, risk = op(*call_args, v)
-        exact = exact_rows(z, risk)
+        exact = hybrid_ops.cut(z, risk)
         finite = torch.isfinite(z0) & torch.isfinite(z)
         rel = ((z - z0).abs() / z0.abs().clamp(min=1e-300))[finite].max().item() if finite.any() else 0.0
         t = robust_time(lambda: op(*call_args, v), backend=backend, budget_s=args.budget, max_calls=300)
@@ -98,8 +76,7 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     if args.table:
-        common = dict(commit=results_table.current_commit(), gpu=out["gpu"], torch=out["torch"],
-                      shape="x".join(map(str, out["shape"])), dtype="fp32", method="read flush, median")
+        common = experiment.table_columns(out)
         rows = [results_table.row(**common, implementation="kb14::hybrid_rows in all", time_ms=out["hybrid_rows_ms"],
                                   exact="", note="scripts/experiments/row_stats.py")]
         rows += [results_table.row(**common, implementation=f"row statistics: {r['variant']}", time_ms=r["median_ms"],
