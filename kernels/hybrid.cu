@@ -206,24 +206,24 @@ __global__ void __launch_bounds__(kCompactThreads)
 
 // ---------------------------------------------------------------------------
 // The exact rows' GEMM. A block computes a BM x BN tile of y for BM gathered rows
-// (slots rows[bx*BM ...]) and BN columns of W, k in slabs of BK through two shared
+// (slots rows[by*BM ...]) and BN columns of W, k in slabs of BK through two shared
 // buffers (the next slab's global loads in flight during this slab's FMAs). Each
-// thread holds TM x TN = 8 x 8 accumulators, as two 4-row and two 4-column halves a
-// half-tile apart (16-byte shared loads, no bank conflicts). Every accumulator is one
-// chain acc = fma(x[r,k], w[h,k], acc) over k = 0, 1, ..., K-1 from acc = 0: cuBLAS's
-// order at the calibrated shapes. Blocks past the last gathered row write zeros to
-// the rows not gathered. Two tiles are launched, one for few rows and one for many:
-// each runs only when the row count is in its range (the count is on the device).
+// thread holds TM x TN accumulators, as TM/4 row groups and TN/4 column groups of 4,
+// a quarter (TM = 16) or half (TM = 8) tile apart: 16-byte shared loads, no bank
+// conflicts. Every accumulator is one chain acc = fma(x[r,k], w[h,k], acc) over
+// k = 0, 1, ..., K-1 from acc = 0: cuBLAS's order at the calibrated shapes.
+// Three tiles are launched, each running only when the row count (on the device) is in
+// its range; all of them write zeros to the rows not gathered.
 // ---------------------------------------------------------------------------
-template <int BM, int BN, int BK>
+template <int BM, int BN, int BK, int TM, int TN>
 struct GemmTile {
-  static constexpr int TM = 8, TN = 8;
-  static constexpr int kThreads = (BM / TM) * (BN / TN);
+  static constexpr int RG = BM / TM, CG = BN / TN;  // thread rows and columns
+  static constexpr int kThreads = RG * CG;
   static constexpr int kPad = 4;  // shared rows BM+4, BN+4 floats: the transposed stores spread over banks
   static constexpr int kALoads = BM * BK / 4 / kThreads;  // 4-element loads per thread per slab
   static constexpr int kBLoads = BN * BK / 4 / kThreads;
   static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
-  static_assert(BK % 4 == 0, "slabs of whole vectors");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
 };
 
 struct GemmArgs {
@@ -251,19 +251,46 @@ __device__ __forceinline__ float4 load4(const float* p, int64_t k, int64_t K, bo
   }
 }
 
-template <int BM, int BN, int BK, int kMinBlocks, bool kVector>
-__global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
-  using Tile = GemmTile<BM, BN, BK>;
-  constexpr int T = Tile::kThreads, P = Tile::kPad;
+// Zeros for the rows not gathered, BN columns from h0, kRows slots a pass (a 4-column store a
+// thread). The one-row-tile launch spreads its passes over the k loop, behind the FMAs.
+template <int BN, int T>
+struct ZeroPass {
+  static constexpr int kVecs = BN / 4, kRows = T / kVecs;
+  static_assert(T % kVecs == 0, "whole rows a pass");
+  __device__ static int64_t passes(int64_t m, int64_t count) { return (m - count + kRows - 1) / kRows; }
+  __device__ static void store(const GemmArgs& a, int64_t count, int64_t h0, int64_t pass, int tid) {
+    const int64_t slot = count + pass * kRows + tid / kVecs, h = h0 + (tid % kVecs) * 4;
+    if (slot >= a.M || h >= a.N) return;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) return;
+    float* dst = a.y + r * a.N + h;
+    if (a.N % 4 == 0) {
+      *reinterpret_cast<float4*>(dst) = make_float4(0.f, 0.f, 0.f, 0.f);  // y is fresh: 16-byte aligned rows
+    } else {
+      for (int j = 0; j < 4 && h + j < a.N; ++j) dst[j] = 0.f;
+    }
+  }
+};
+
+// kOneRowTile: a grid of one row tile (counts up to BM) whose blocks also zero every other row.
+template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kVector, bool kOneRowTile>
+__global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
+  using Tile = GemmTile<BM, BN, BK, TM, TN>;
+  using Zero = ZeroPass<BN, Tile::kThreads>;
+  constexpr int T = Tile::kThreads, P = Tile::kPad, RG = Tile::RG, CG = Tile::CG;
   __shared__ __align__(16) float As[2][BK][BM + P];
   __shared__ __align__(16) float Bs[2][BK][BN + P];
   const int tid = threadIdx.x;
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;  // the other tile's launch has it
+  if (count < a.min_count || count > a.max_count) return;  // another tile's launch has it
   const int64_t slot0 = static_cast<int64_t>(blockIdx.y) * BM;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   if (slot0 >= count) {
+    if constexpr (kOneRowTile) {  // no row gathered
+      for (int64_t p = 0; p < Zero::passes(a.M, count); ++p) Zero::store(a, count, h0, p, tid);
+      return;
+    }
     // No gathered row here: zero this tile of the rows that are not computed.
     for (int i = tid; i < BM * BN; i += T) {
       const int64_t slot = slot0 + i / BN, h = h0 + i % BN;
@@ -321,13 +348,14 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) ro
       Bs[buf][b_k[i] + 3][b_row[i]] = b_reg[i].w;
     }
   };
-  const int tr = tid / (BN / Tile::TN), tc = tid % (BN / Tile::TN);
-  float acc[8][8];
+  const int tr = tid / CG, tc = tid % CG;
+  float acc[TM][TN];
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < TM; ++i)
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
+  const int64_t zero_passes = kOneRowTile ? Zero::passes(a.M, count) : 0;
   const int64_t slabs = (a.K + BK - 1) / BK;
   load_slab(0);
   store_slab(0);
@@ -335,48 +363,68 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK>::kThreads, kMinBlocks) ro
   for (int64_t s = 0; s < slabs; ++s) {
     const int buf = static_cast<int>(s & 1);
     if (s + 1 < slabs) load_slab((s + 1) * BK);
+    if constexpr (kOneRowTile) {
+      if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    }
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][k][tr * 4]);
-      const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][k][BM / 2 + tr * 4]);
-      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][k][tc * 4]);
-      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][k][BN / 2 + tc * 4]);
-      const float av[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-      const float bv[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      float av[TM], bv[TN];
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
+      for (int q = 0; q < TM / 4; ++q) {
+        const float4 v = *reinterpret_cast<const float4*>(&As[buf][k][q * 4 * RG + tr * 4]);
+        av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+      }
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+      for (int p = 0; p < TN / 4; ++p) {
+        const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][k][p * 4 * CG + tc * 4]);
+        bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
     }
     if (s + 1 < slabs) store_slab(buf ^ 1);
     __syncthreads();
   }
+  if constexpr (kOneRowTile) {
+    for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+  }
   // Rows past the count in this tile are not gathered: they get zeros.
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int64_t slot = slot0 + (i < 4 ? tr * 4 + i : BM / 2 + tr * 4 + i - 4);
+  for (int i = 0; i < TM; ++i) {
+    const int64_t slot = slot0 + ((i / 4) * 4 * RG + tr * 4 + i % 4);
     if (slot >= a.M) continue;
     const bool computed = slot < count;
     const int64_t r = a.rows[slot];
     if (r < 0 || r >= a.M) continue;
     float* dst = a.y + r * a.N;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int64_t h = h0 + (j < 4 ? tc * 4 + j : BN / 2 + tc * 4 + j - 4);
+    for (int j = 0; j < TN; ++j) {
+      const int64_t h = h0 + ((j / 4) * 4 * CG + tc * 4 + j % 4);
       if (h < a.N) dst[h] = computed ? acc[i][j] : 0.f;
     }
   }
 }
 
-template <int BM, int BN, int BK, int kMinBlocks>
+// A tile of the launch plan: BM x BN x BK, TM x TN accumulators a thread, blocks an SM its
+// register cap allows, and whether its grid is one row tile.
+template <int BM_, int BN_, int BK_, int TM_, int TN_, int kMinBlocks_, bool kOneRowTile_>
+struct TileConfig {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_, kMinBlocks = kMinBlocks_;
+  static constexpr bool kOneRowTile = kOneRowTile_;
+};
+
+template <class C>
 void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
+  if (a.min_count > a.max_count) return;  // no count reaches this tile
   // Row tiles in y: the computing tiles (the first rows) are dispatched before the zeroing ones.
-  const dim3 grid(static_cast<unsigned>(div_up(a.N, BN)), static_cast<unsigned>(div_up(a.M, BM)));
-  constexpr int threads = GemmTile<BM, BN, BK>::kThreads;
+  const dim3 grid(static_cast<unsigned>(div_up(a.N, C::BN)), C::kOneRowTile ? 1u : static_cast<unsigned>(div_up(a.M, C::BM)));
+  constexpr int threads = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>::kThreads;
   if (vector) {
-    rows_gemm_kernel<BM, BN, BK, kMinBlocks, true><<<grid, threads, 0, stream>>>(a);
+    rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   } else {
-    rows_gemm_kernel<BM, BN, BK, kMinBlocks, false><<<grid, threads, 0, stream>>>(a);
+    rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -464,11 +512,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   return {approx, exact, rows, count};
 }
 
-// The library's two tiles (BM x BN x BK, blocks per SM its register cap allows) and the
-// row count where one hands over to the other: scripts/experiments/gemm_tiles.py measured
-// them against the others (results/kernel_notes.md, "The hybrid").
-constexpr int kFewBM = 128, kFewBN = 128, kFewBK = 16, kFewMinBlocks = 1;
-constexpr int kManyBM = 128, kManyBN = 128, kManyBK = 8, kManyMinBlocks = 2;
+// The library's three tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
+// measured them against the others (results/kernel_notes.md, "The hybrid"). Few rows: one
+// 192 x 64 row tile, a block an SM for 8192 columns; then 128 x 128 tiles, 2 an SM past 3/8.
+using FewRows = TileConfig<192, 64, 16, 12, 8, 1, true>;
+using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
+using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
 constexpr double kManyFrom = 0.375;  // share of the rows above which the many-rows tile runs
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
@@ -482,8 +531,8 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
   KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device() && w_in.device() == x_in.device(),
              "rows_gemm: x, weight, rows and count must be on one device");
-  KB14_CHECK_VALUE(div_up(M, kFewBM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
-                   "rows_gemm: too many rows (", M, "; at most ", 65535 * kFewBM, ")");
+  KB14_CHECK_VALUE(div_up(M, SomeRows::BM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
+                   "rows_gemm: too many rows (", M, "; at most ", 65535 * SomeRows::BM, ")");
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
   const at::Tensor w = w_in.stride(1) == 1 ? w_in : w_in.contiguous();
@@ -493,16 +542,19 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   const int64_t split = static_cast<int64_t>(kManyFrom * static_cast<double>(M));
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
              r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0),
-             0, split};
+             0, FewRows::BM};
   auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16 == 0 && t.stride(0) % 4 == 0;
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  launch_rows_gemm<kFewBM, kFewBN, kFewBK, kFewMinBlocks>(a, vector, stream);
-  a.min_count = split + 1;
+  launch_rows_gemm<FewRows>(a, vector, stream);
+  a.min_count = FewRows::BM + 1;
+  a.max_count = split;
+  launch_rows_gemm<SomeRows>(a, vector, stream);
+  a.min_count = std::max<int64_t>(split, FewRows::BM) + 1;
   a.max_count = M;
-  launch_rows_gemm<kManyBM, kManyBN, kManyBK, kManyMinBlocks>(a, vector, stream);
+  launch_rows_gemm<ManyRows>(a, vector, stream);
   return y;
 }
 

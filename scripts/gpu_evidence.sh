@@ -19,10 +19,10 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
   echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
-step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-few-rows narrow-192x64x16-12x8 \
-  narrow-192x64x8-12x8 narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-3stage kmajor-192x64x32-12x8-3stage \
-  kmajor-192x64x16-12x8-4stage narrow-96x64x16-12x8-2sm narrow-96x128x24-8x8 --counts 0 96 179 192 218 \
-  --budget 0.8 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
+step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x8 library-128x128x16-8x8 \
+  narrow-192x64x16-12x8 narrow-192x64x8-12x8 narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-3stage \
+  kmajor-192x64x32-12x8-3stage kmajor-192x64x16-12x8-4stage narrow-96x64x16-12x8-2sm --counts 0 1 96 179 192 218 \
+  --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 step gpu_suite python3 -m pytest -q -rs tests  # every GPU test runs here: 0 skipped expected

@@ -129,7 +129,8 @@ def test_rows_gemm_is_one_fma_chain_per_output(m, k, n):
     w = torch.randn(n, k, device="cuda", generator=gen)
     perm = torch.randperm(m, device="cuda", generator=gen).int()
     full = torch.matmul(x, w.T) if (m, k, n) == (1024, 8192, 8192) else None  # cuBLAS's single chain here
-    for c in (m, m // 2, m // 5, 1, 0):
+    # each tile's range and its edges: up to 192 rows, to 3/8 of the batch, past it
+    for c in sorted({m, m // 2, m // 5, 1, 0} | {c for c in (179, 192, 193, 384, 385) if c <= m}, reverse=True):
         count = torch.tensor([c], device="cuda", dtype=torch.int32)
         y = hybrid_ops.rows_gemm(x, w, perm, count)
         chosen = perm[:c].long()

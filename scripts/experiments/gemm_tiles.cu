@@ -1,6 +1,6 @@
 // Frozen variants of kernels/hybrid.cu's rows_gemm kernel, for scripts/experiments/gemm_tiles.py:
 // the library's kernel generalised to other tiles and per-thread accumulators (TM x TN), beside the
-// library's own two. Uses the library's GemmArgs and load4. The first generalisation (variants 1-4,
+// library's own three. Uses the library's GemmArgs and load4. The first generalisation (variants 1-4,
 // two halves of TM/2 rows) was removed after f1e91db; its figures are rows of results/measurements.csv.
 #include "hybrid.cu"
 
@@ -337,8 +337,8 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
              rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0), 0, M};
   auto s = c10::cuda::getCurrentCUDAStream();
   switch (variant) {
-    case 0: launch_rows_gemm<128, 128, 16, 1>(a, true, s); break;  // the library's few-rows tile
-    case 5: launch_rows_gemm<128, 128, 8, 2>(a, true, s); break;    // the library's many-rows tile
+    case 0: launch_rows_gemm<SomeRows>(a, true, s); break;  // the library's tile for 193 rows to 3/8
+    case 5: launch_rows_gemm<ManyRows>(a, true, s); break;  // the library's many-rows tile
     case 6: launch_narrow<128, 128, 16, 8, 8, 1>(a, s); break;  // the library's tile in this template
     case 7: launch_narrow<192, 64, 16, 12, 4, 1>(a, s); break;
     case 8: launch_narrow<192, 64, 16, 12, 4, 2>(a, s); break;
@@ -358,6 +358,12 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 20: launch_kmajor<192, 64, 16, 12, 8, 3>(a, s); break;
     case 21: launch_kmajor<192, 64, 32, 12, 8, 3>(a, s); break;
     case 22: launch_kmajor<192, 64, 16, 12, 8, 4>(a, s); break;
+    case 23: {  // the library's few-rows tile (one row tile, counts up to its height)
+      GemmArgs b = a;
+      b.max_count = FewRows::BM;
+      launch_rows_gemm<FewRows>(b, true, s);
+      break;
+    }
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

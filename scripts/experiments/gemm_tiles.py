@@ -24,8 +24,9 @@ import experiment  # noqa: E402
 # name -> the index of rows_gemm_variant's switch in gemm_tiles.cu. BMxBNxBK tile, TMxTN
 # accumulators a thread, blocks an SM where the register cap allows more than one.
 VARIANTS = {
-    "library-few-rows": 0,  # 128x128x16 (8x8), 1/SM: the library's tile up to 3/8 of the rows
-    "library-many-rows": 5,  # 128x128x8 (8x8), 2/SM
+    "library-192x64x16-12x8": 23,  # one row tile, 1/SM: the library's tile up to 192 rows
+    "library-128x128x16-8x8": 0,  # 1/SM: the library's tile from 193 rows to 3/8 of the batch
+    "library-128x128x8-8x8-2sm": 5,  # 2/SM: the library's tile past 3/8
     "narrow-128x128x16-8x8": 6, "narrow-192x64x16-12x4": 7, "narrow-192x64x16-12x4-2sm": 8,
     "narrow-192x32x16-12x4-2sm": 9, "narrow-256x64x16-8x8": 10, "narrow-96x64x16-12x4-2sm": 11,
     "narrow-64x64x16-8x8-4sm": 12, "narrow-128x64x16-8x8-2sm": 13, "narrow-96x128x24-8x8": 14,
@@ -36,7 +37,7 @@ VARIANTS = {
     "kmajor-192x64x16-12x8-3stage": 20, "kmajor-192x64x32-12x8-3stage": 21, "kmajor-192x64x16-12x8-4stage": 22,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
-MAX_COUNT = {name: 192 for name in VARIANTS if "fused-zero" in name or name.startswith("kmajor")}
+MAX_COUNT = {name: 192 for name in VARIANTS if "fused-zero" in name or name.startswith(("kmajor", "library-192"))}
 
 
 def main() -> int:
