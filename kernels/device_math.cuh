@@ -12,6 +12,14 @@
 #include <utility>
 
 namespace kb14 {
+// This pass's GPU architecture (900: sm_90; 0: the host pass): newer GPUs' instructions are no-ops before,
+// under `if constexpr (kArch >= ...)`, where callers take another path.
+#ifdef __CUDA_ARCH__
+constexpr int kArch = __CUDA_ARCH__;
+#else
+constexpr int kArch = 0;
+#endif
+
 // Elements to float, exactly, and float to 16-bit, rounded to nearest even.
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -102,44 +110,33 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
 template <typename W>
 __device__ __forceinline__ void copy_to_shared_async(W* dst, const W* src, uint64_t policy) {
   static_assert(sizeof(W) == 16 || sizeof(W) == 8, "cp.async copies 16 or 8 bytes here");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t shared = shared_address(dst);
-  if constexpr (sizeof(W) == 16) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared), "l"(src), "l"(policy)
-                 : "memory");
+  if constexpr (kArch < 800) {
+    *dst = __ldg(src);
+  } else if constexpr (sizeof(W) == 16) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
+                 "l"(policy) : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared), "l"(src), "l"(policy)
-                 : "memory");
+    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared_address(dst)), "l"(src),
+                 "l"(policy) : "memory");
   }
-#else
-  *dst = __ldg(src);
-#endif
 }
 __device__ __forceinline__ void wait_for_own_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
+  if constexpr (kArch >= 800) asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-// sm_90's instructions below (the bulk-copy engine, its mbarriers, griddepcontrol) are no-ops before,
-// where callers take another path. An mbarrier completes its phase once `arrivals` threads arrived and
-// every byte announced to it has landed.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-constexpr bool kSm90 = true;  // this pass compiles for sm_90 or newer
-#else
-constexpr bool kSm90 = false;
-#endif
+// The bulk-copy engine and its mbarriers (sm_90+). An mbarrier completes its phase once `arrivals` threads
+// arrived and every byte announced to it has landed.
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
-  if constexpr (kSm90)
+  if constexpr (kArch >= 900)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals));
 }
 // Makes the initialised mbarriers visible to the copy engine.
 __device__ __forceinline__ void fence_mbarrier_init() {
-  if constexpr (kSm90) asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  if constexpr (kArch >= 900) asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 // Arrives on `bar`, announcing `bytes` still to land.
 __device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, uint32_t bytes) {
-  if constexpr (kSm90)
+  if constexpr (kArch >= 900)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
                  : "memory");
 }
@@ -148,7 +145,7 @@ __device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, uint32_
 // with the copy engine; they count towards `bar` as they land.
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
                                                     uint64_t policy) {
-  if constexpr (kSm90)
+  if constexpr (kArch >= 900)
     asm volatile(
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
         ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy) : "memory");
@@ -156,7 +153,7 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
 
 // Waits until `bar` completes its phase of parity `parity` (0: its first; a reused ring stage alternates).
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0) {
-  if constexpr (kSm90) {
+  if constexpr (kArch >= 900) {
     const uint32_t address = shared_address(bar);
     for (uint32_t done = 0; !done;)
       asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
@@ -166,7 +163,8 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0
 
 // Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine, without waiting.
 __device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes) {
-  if constexpr (kSm90) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+  if constexpr (kArch >= 900)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
 // The number of SMs (%nsmid: an upper bound on %smid + 1).
@@ -194,10 +192,10 @@ __device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(
 // Programmatic dependent launch: wait until the kernels this one depends on have finished and their
 // writes are visible; let the next kernel's blocks be placed.
 __device__ __forceinline__ void wait_for_prior_grids() {
-  if constexpr (kSm90) asm volatile("griddepcontrol.wait;" ::: "memory");
+  if constexpr (kArch >= 900) asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 __device__ __forceinline__ void allow_dependent_launch() {
-  if constexpr (kSm90) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if constexpr (kArch >= 900) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // A launch, `programmatic`: as a programmatic dependent of the stream's previous kernel (sm_90+).
@@ -211,5 +209,4 @@ cudaError_t launch_programmatic(void (*kernel)(KernelArgs...), dim3 grid, dim3 b
                                   programmatic ? 1u : 0u};
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
-
 }  // namespace kb14

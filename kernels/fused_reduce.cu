@@ -8,7 +8,6 @@
 
 namespace kb14 {
 namespace {
-
 using namespace tail;
 
 // A number for each warmed launch of this process (LeanArgs::launch_serial).
@@ -140,5 +139,4 @@ cudaError_t launch_div_sum_scale(const TailCall& call, TailScratch scratch, void
   }
   return cudaErrorInvalidValue;
 }
-
 }  // namespace kb14

@@ -8,14 +8,10 @@
 #include <cstdint>
 
 namespace kb14 {
-
 enum class TailDtype : int { kFloat = 0, kDouble = 1, kHalf = 2, kBFloat16 = 3 };
 namespace tail {
-
-// The kernel a call takes. General: the reference's own block shape, any plan (fused_reduce_general.cuh).
-// The others reproduce the plans of 32-lane rows of aligned unit-stride vectors (fused_reduce_lean.cuh):
-// a row per 512-thread block (BlockRows*) or per warp (WarpRows*), or a warp row spread over 128
-// threads, four a lane (SplitLanes*).
+// The kernel a call takes: general (any plan, fused_reduce_general.cuh) or lean (fused_reduce_lean.cuh): a row
+// per 512-thread block (BlockRows*) or per warp (WarpRows*), or a warp row over 128 threads (SplitLanes*).
 enum class Leaf : int {
   kGeneral,
   kBlockRows,          // lean_row_loads(V) vectors in flight per thread
@@ -74,8 +70,7 @@ inline bool packed_quotient_exact(float inv, bool half) {
   return mantissa == 0.5f && exponent - 1 >= lowest && exponent - 1 <= highest;
 }
 
-// fp32 warp rows for the staged or split-lane kernels: more vectors a lane than the deep kernel keeps in
-// flight, up to kStagedMaxRows rows whose vectors fit in shared memory.
+// fp32 warp rows with more vectors a lane than the deep kernel keeps in flight, that fit in shared memory.
 inline bool staged_rows(int64_t rows, int64_t cols, int V) {
   return rows <= kStagedMaxRows && cols > kDeepWarpRowLoads * kWarp * V && (cols / V) * 16 <= kStagedRowBytes;
 }

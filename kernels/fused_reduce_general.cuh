@@ -13,7 +13,6 @@
 
 namespace kb14 {
 namespace tail {
-
 constexpr ReleaseOrder kOrder = release_order(KB14_TORCH_VERSION);
 template <typename T>
 constexpr int kInputVec = input_vec(kOrder, sizeof(T));
@@ -45,9 +44,7 @@ template <typename T>
 using acc_of = typename Arith<T>::acc_t;
 
 template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
+struct alignas(sizeof(T) * V) Vec { T v[V]; };
 
 template <typename scalar_t>
 struct Args {
@@ -103,6 +100,15 @@ __device__ __forceinline__ acc_t warp_tree(acc_t v, int n) {
   return v;
 }
 
+// A logical thread's leaf: its V accumulators added in order.
+template <typename acc_t, int V>
+__device__ __forceinline__ acc_t leaf_sum(const acc_t (&acc)[V]) {
+  acc_t leaf = acc[0];
+#pragma unroll
+  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
+  return leaf;
+}
+
 template <typename scalar_t>
 __device__ __forceinline__ acc_of<scalar_t> element(const scalar_t* row, int64_t col_stride, int64_t e,
                                                     acc_of<scalar_t> inv) {
@@ -149,10 +155,7 @@ __device__ __forceinline__ acc_of<scalar_t> vectorized_leaf(const Args<scalar_t>
     const int e = end - end % V + lane;
     if (e < end) acc[0] = acc[0] + element(vbase, a.col_stride, e, a.inv);
   }
-  acc_t v = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) v = v + acc[i];
-  return v;
+  return leaf_sum(acc);
 }
 
 // Logical thread t's leaf on the scalar path (thread_reduce_impl): its m-th element to accumulator m % vt0.
@@ -309,6 +312,5 @@ Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride
   return {y, row_stride, p.cols == 1 ? 1 : col_stride, out, out_stride, partials, p.rows, p.cols, p.step, p.ctas,
           reciprocal<op_t>(kOrder, divisor), static_cast<op_t>(scale)};
 }
-
 }  // namespace tail
 }  // namespace kb14

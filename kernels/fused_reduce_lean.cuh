@@ -11,7 +11,7 @@
 
 namespace kb14 {
 namespace tail {
-
+// The lean kernels' arguments: rows and columns in 32 bits (the lean path takes fewer than 2^31 elements).
 template <typename scalar_t>
 struct LeanArgs {
   using op_t = typename Arith<scalar_t>::op_t;
@@ -89,15 +89,6 @@ struct LeanRow {
     nvec = (cols - base) / V;
   }
 };
-
-// A logical thread's leaf: its V accumulators added in order.
-template <int V>
-__device__ __forceinline__ float lean_leaf(const float (&acc)[V]) {
-  float leaf = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
-  return leaf;
-}
 
 // Adds one vector's quotients to a logical thread's V accumulators, element i to acc[i].
 template <typename scalar_t, int V, bool kPackedMul, typename W>
@@ -212,7 +203,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   }
   if (owns_tail())
     acc[0] = acc[0] + Arith<scalar_t>::quotient(kWarpRows ? lean_element_load(tail_element()) : early_tail, a.inv);
-  const float leaf = lean_leaf(acc);
+  const float leaf = leaf_sum(acc);
   if constexpr (kWarpRows) {
     const float total = shuffle_tree(leaf, kWarp);
     if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
@@ -257,7 +248,7 @@ __device__ __forceinline__ void split_lane_store(const float (&acc)[kAcc], int t
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) lane_acc[q * kAcc + i] = q == 0 ? acc[i] : __shfl_down_sync(0xffffffffu, acc[i], q);
   }
-  if (t % kSplitLaneThreadsPerLane == 0) lane_leaves[lane] = lean_leaf(lane_acc);
+  if (t % kSplitLaneThreadsPerLane == 0) lane_leaves[lane] = leaf_sum(lane_acc);
   __syncthreads();
   if (t < kWarp) {
     const float total = shuffle_tree(lane_leaves[t], kWarp);
@@ -275,7 +266,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   extern __shared__ __align__(128) uint4 split_lane_staged[];
   __shared__ float lane_leaves[kWarp];
   __shared__ uint64_t landed;
-  constexpr bool kBulk = kStaged && kSm90;
+  constexpr bool kBulk = kStaged && kArch >= 900;
   const int t = threadIdx.x, r = blockIdx.x;
   const LeanRow<V, kShifted> geo(r, a.cols);
   const scalar_t* row_start = a.y + r * a.row_stride;
@@ -344,6 +335,5 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   if (has_tail) acc[0] = acc[0] + tail;
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
-
 }  // namespace tail
 }  // namespace kb14

@@ -10,7 +10,6 @@
 
 namespace kb14 {
 namespace tail {
-
 // What changed in Reduce.cuh / ReduceSumProdKernel.cu between releases (2.10 is the line).
 struct ReleaseOrder {
   bool lanes_before_warps;            // block_x_reduce before block_y_reduce (before 2.10: warps first)
@@ -42,8 +41,7 @@ constexpr int kVt0 = 4;           // accumulators per thread on the non-vectoris
 
 // The reference's launch configuration (Reduce.cuh: setReduceConfig).
 struct Plan {
-  int64_t rows = 0;
-  int64_t cols = 0;
+  int64_t rows = 0, cols = 0;
   bool vectorized = false;
   int bx = 1;             // block_width
   int by = 1;             // block_height
