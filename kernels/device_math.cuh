@@ -1,13 +1,10 @@
-// Device helpers shared by the CUDA sources of this folder (experiments add theirs in scripts/).
-// No torch headers: the kernels compile with nvcc alone (fast, and testable without torch).
+// Device helpers shared by this folder's CUDA sources; no torch headers, so nvcc alone compiles them.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-
 #include "device_shape.h"
-
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -15,8 +12,16 @@
 #include <utility>
 
 namespace kb14 {
+// This pass's GPU architecture (900: sm_90; 0: the host pass): newer GPUs' instructions are no-ops before,
+// under `if constexpr (kArch >= ...)`, where callers take another path.
+#ifdef __CUDA_ARCH__
+constexpr int kArch = __CUDA_ARCH__;
+#else
+constexpr int kArch = 0;
+#endif
 
-// 16-bit floats to float, exactly, and float to 16-bit, rounded to nearest even.
+// Elements to float, exactly, and float to 16-bit, rounded to nearest even.
+__device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename T> __device__ __forceinline__ T round_to(float v);
@@ -25,8 +30,7 @@ template <> __device__ __forceinline__ __nv_bfloat16 round_to<__nv_bfloat16>(flo
   return __float2bfloat16_rn(v);
 }
 
-// The device properties the launch plans read, queried once per device (after that, one
-// atomic load per call). Returns the CUDA error of the query, if any.
+// The device properties the launch plans read, queried once per device (then one atomic load a call).
 inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   constexpr int kMaxDevices = 64;
   static DeviceShape cache[kMaxDevices];
@@ -51,34 +55,24 @@ inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   return cudaSuccess;
 }
 
-// Loads held as raw 32-bit words (no local-memory copies of 16-bit element structs), and
-// element i of such a vector of float, half or bfloat16, exactly, as float.
+// Loads held as raw 32-bit words (16-bit element structs went to local memory), and element i of such
+// a vector of float, half or bfloat16, exactly, as float.
 template <int kBytes> struct RawVec;
 template <> struct RawVec<16> { using type = uint4; };
 template <> struct RawVec<8> { using type = uint2; };
-
 __device__ __forceinline__ uint32_t word(const uint4& w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
 __device__ __forceinline__ uint32_t word(const uint2& w, int i) { return i == 0 ? w.x : w.y; }
 __device__ __forceinline__ uint32_t word(uint32_t w, int) { return w; }
-
 template <typename scalar_t, typename W>
 __device__ __forceinline__ float element_as_float(const W& w, int i) {
-  if constexpr (sizeof(scalar_t) == 4) {
-    return __uint_as_float(word(w, i));
-  } else {
-    const uint32_t bits = (word(w, i / 2) >> (16 * (i % 2))) & 0xffffu;
-    if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
-      return __uint_as_float(bits << 16);
-    } else {
-      return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
-    }
-  }
+  if constexpr (sizeof(scalar_t) == 4) return __uint_as_float(word(w, i));
+  const uint32_t bits = (word(w, i / 2) >> (16 * (i % 2))) & 0xffffu;
+  if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) return __uint_as_float(bits << 16);
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
 }
 
-// The fp64 sum of v over the kBlock threads of a one-dimensional block (a multiple of
-// 32): each warp's shuffle tree, then warp 0's over the warps' totals, which meet in the
-// shared slots `warp_sums`. Valid in thread 0; the slots may be reused only after a barrier
-// (a kernel that sums once per row can alternate two sets of slots instead).
+// The fp64 sum of v over a 1-D block of kBlock threads (a multiple of 32), valid in thread 0: warp trees,
+// then warp 0's over their totals in `warp_sums` (reusable after a barrier; or alternate two sets).
 template <int kBlock>
 __device__ __forceinline__ double block_sum(double v, double (&warp_sums)[kBlock / 32]) {
   constexpr int kLanes = 32;
@@ -94,7 +88,6 @@ __device__ __forceinline__ double block_sum(double v, double (&warp_sums)[kBlock
   }
   return v;
 }
-
 // The same with slots of its own.
 template <int kBlock>
 __device__ __forceinline__ double block_sum(double v) {
@@ -108,101 +101,70 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
-
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// Copies one 16- or 8-byte vector from global to shared memory without holding it in
-// registers (cp.async, sm_80+; 16-byte copies bypass L1; `policy` for L2); a plain load and
-// store before sm_80. The copies a thread issued are complete after its wait_for_own_copies().
+// One 16- or 8-byte vector from global to shared memory, not through registers (cp.async, sm_80+;
+// `policy` for L2); a plain load and store before. Complete after the thread's wait_for_own_copies().
 template <typename W>
 __device__ __forceinline__ void copy_to_shared_async(W* dst, const W* src, uint64_t policy) {
   static_assert(sizeof(W) == 16 || sizeof(W) == 8, "cp.async copies 16 or 8 bytes here");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t shared = shared_address(dst);
-  if constexpr (sizeof(W) == 16) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared), "l"(src), "l"(policy)
-                 : "memory");
+  if constexpr (kArch < 800) {
+    *dst = __ldg(src);
+  } else if constexpr (sizeof(W) == 16) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
+                 "l"(policy) : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared), "l"(src), "l"(policy)
-                 : "memory");
+    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared_address(dst)), "l"(src),
+                 "l"(policy) : "memory");
   }
-#else
-  *dst = __ldg(src);
-#endif
 }
-
 __device__ __forceinline__ void wait_for_own_copies() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
+  if constexpr (kArch >= 800) asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-// The bulk-copy engine and its mbarriers (sm_90 and newer; empty before, where callers
-// take another path). An mbarrier completes its phase once `arrivals` threads arrived
-// and every byte announced to it has landed.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-constexpr bool kHasBulkCopy = true;
-#else
-constexpr bool kHasBulkCopy = false;
-#endif
-
+// The bulk-copy engine and its mbarriers (sm_90+). An mbarrier completes its phase once `arrivals` threads
+// arrived and every byte announced to it has landed.
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals));
-#endif
+  if constexpr (kArch >= 900)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals));
 }
-
 // Makes the initialised mbarriers visible to the copy engine.
 __device__ __forceinline__ void fence_mbarrier_init() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
+  if constexpr (kArch >= 900) asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-
 // Arrives on `bar`, announcing `bytes` still to land.
 __device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
-               : "memory");
-#endif
+  if constexpr (kArch >= 900)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+                 : "memory");
 }
 
-// Copies `bytes` (a multiple of 16, at least 16) from global to shared memory, both 16-byte
-// aligned, with the copy engine; they count towards `bar` as they land.
+// Copies `bytes` (a multiple of 16, at least 16) from global to shared memory, both 16-byte aligned,
+// with the copy engine; they count towards `bar` as they land.
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
                                                     uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-          shared_address(dst)),
-      "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy)
-      : "memory");
-#endif
+  if constexpr (kArch >= 900)
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+        ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy) : "memory");
 }
 
-// Waits until `bar` completes its phase of parity `parity` (0: its first phase; a ring's
-// stage, reused, alternates).
+// Waits until `bar` completes its phase of parity `parity` (0: its first; a reused ring stage alternates).
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uint32_t address = shared_address(bar);
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done)
-                 : "r"(address), "r"(parity)
-                 : "memory");
+  if constexpr (kArch >= 900) {
+    const uint32_t address = shared_address(bar);
+    for (uint32_t done = 0; !done;)
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done) : "r"(address), "r"(parity) : "memory");
   }
-#endif
 }
 
-// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine, without
-// waiting or writing anything (sm_90 and newer).
+// Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine, without waiting.
 __device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
+  if constexpr (kArch >= 900)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
 // The number of SMs (%nsmid: an upper bound on %smid + 1).
@@ -212,10 +174,8 @@ __device__ __forceinline__ unsigned sm_count() {
   return n;
 }
 
-// Warming L2 behind a draining kernel, before griddepcontrol.wait: thread 0 of each block
-// b < SMs asks L2 for `bytes` of `row`, its own first row. Safe before the wait, as every SM's
-// writes land in L2. The column-sum matvec warms so always (colsum.cu); the tail only
-// behind another warmed launch (fused_reduce_lean.cuh's gate).
+// Warming L2 behind a draining kernel, before griddepcontrol.wait (safe: every SM's writes land in L2):
+// thread 0 of each block b < SMs prefetches `bytes` of its first row. colsum.cu warms so always.
 __device__ __forceinline__ void warm_first_row_per_sm(const void* row, uint32_t bytes) {
   if (threadIdx.x == 0 && blockIdx.x < sm_count()) bulk_prefetch_to_l2(row, bytes);
 }
@@ -226,44 +186,27 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-
-// %globaltimer in units of 1024 ns, in 32 bits: the clock of the warming gates' records
-// (fused_reduce_lean.cuh, scripts/matvec_variants.cu).
+// %globaltimer in units of 1024 ns, in 32 bits: the clock of the warming gates' records.
 __device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
 
-// Programmatic dependent launch (sm_90+; no-ops before): wait until the kernels this
-// one depends on have finished and their writes are visible; let the next kernel's
-// blocks be placed.
+// Programmatic dependent launch: wait until the kernels this one depends on have finished and their
+// writes are visible; let the next kernel's blocks be placed.
 __device__ __forceinline__ void wait_for_prior_grids() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  if constexpr (kArch >= 900) asm volatile("griddepcontrol.wait;" ::: "memory");
 }
-
 __device__ __forceinline__ void allow_dependent_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+  if constexpr (kArch >= 900) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
-// A launch as a programmatic dependent of the stream's previous kernel, where the GPU
-// has it (compute capability 9 and up); a plain launch elsewhere.
+// A launch, `programmatic`: as a programmatic dependent of the stream's previous kernel (sm_90+).
 template <typename... KernelArgs, typename... Args>
 cudaError_t launch_programmatic(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t dynamic_smem,
                                 cudaStream_t stream, bool programmatic, Args&&... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = dynamic_smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  if (programmatic) {
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = attribute;
-    config.numAttrs = 1;
-  }
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  const cudaLaunchConfig_t config{grid, block, dynamic_smem, stream, programmatic ? &attribute : nullptr,
+                                  programmatic ? 1u : 0u};
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 }
-
 }  // namespace kb14

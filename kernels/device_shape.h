@@ -1,10 +1,8 @@
 // What the launch plans read off the GPU, in plain C++ (the tail's dispatch is tested on the CPU).
 #pragma once
-
 #include <cstdint>
 
 namespace kb14 {
-
 struct DeviceShape {
   int multiprocessors;
   int max_threads_per_multiprocessor;
@@ -12,5 +10,4 @@ struct DeviceShape {
 };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 }  // namespace kb14

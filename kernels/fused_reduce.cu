@@ -1,17 +1,13 @@
-// The launcher of kb14::div_sum_scale on CUDA: `torch.sum(y / d, 1, keepdim=True) * s` in one
-// pass over y, with the reference's bits. fused_reduce_dispatch.h picks the configuration of a
-// call; the switch below instantiates each one. No torch headers: the op around it (checks,
-// output, device guard, stream, autograd) is fused_reduce_cuda.cpp, compiled alongside.
-
+// The launcher of kb14::div_sum_scale on CUDA (`torch.sum(y / d, 1, keepdim=True) * s` in one pass, with
+// the reference's bits): fused_reduce_dispatch.h picks a call's configuration, the switch below
+// instantiates each. No torch headers: the op around it is fused_reduce_cuda.cpp, compiled alongside.
 #include "fused_reduce_launch.h"
 #include "fused_reduce_lean.cuh"
-
 #include <atomic>
 #include <cstdint>
 
 namespace kb14 {
 namespace {
-
 using namespace tail;
 
 // A number for each warmed launch of this process (LeanArgs::launch_serial).
@@ -20,8 +16,8 @@ uint32_t next_launch_serial() {
   return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-// Calls launch(packed, shifted) with the configuration's flags as std::bool_constant; packed
-// exists for 16-bit types only, shifted only where rows may start mid-vector (kAlignedRows: not).
+// Calls launch(packed, shifted) with the configuration's flags as std::bool_constant; packed exists for
+// 16-bit types only, shifted only where rows may start mid-vector (kAlignedRows: not).
 template <typename scalar_t, bool kAlignedRows, typename Launch>
 cudaError_t with_flags(const Config& c, Launch&& launch) {
   const auto shifted = [&](auto packed) {
@@ -61,10 +57,34 @@ cudaError_t launch_split_lanes(const Config& c, const LeanArgs<scalar_t>& a, cud
   });
 }
 
+// The leaves only fp32 has.
+cudaError_t launch_fp32_leaf(const Config& c, const LeanArgs<float>& a, cudaStream_t stream) {
+  constexpr int U = lean_row_loads(kInputVec<float>);
+  switch (c.leaf) {
+    case Leaf::kBlockRowsWarm: {
+      LeanArgs<float> warmed = a;
+      warmed.launch_serial = next_launch_serial();
+      return launch_lean_rows<float, U, false, true, kLeanBlock, kLeanBlocksPerSm, true>(c, warmed, stream);
+    }
+    case Leaf::kBlockRowsFive:
+      return launch_lean_rows<float, kFiveVectorLoads, false, false, kLeanBlock, kFiveVectorBlocksPerSm>(c, a, stream);
+    case Leaf::kWarpRowsDeep:
+      return launch_lean_rows<float, kDeepWarpRowLoads, true, false, kDeepWarpRowBlock>(c, a, stream);
+    case Leaf::kWarpRowsWide:
+      return launch_lean_rows<float, kWideWarpRowLoads, true, false, kWideWarpRowBlock>(c, a, stream);
+    case Leaf::kSplitLanes:
+      if (c.loads == 32) return launch_split_lanes<32>(c, a, stream);
+      if (c.loads == 48) return launch_split_lanes<48>(c, a, stream);
+      if (c.loads == 64) return launch_split_lanes<64>(c, a, stream);
+      return cudaErrorInvalidValue;
+    case Leaf::kSplitLanesStaged: return launch_split_lanes<1, 1, true>(c, a, stream);
+    default: return cudaErrorInvalidValue;  // no such leaf for this type
+  }
+}
+
 template <typename scalar_t>
 cudaError_t launch_leaf(const Config& c, const Args<scalar_t>& g, cudaStream_t stream) {
   constexpr int V = kInputVec<scalar_t>;
-  constexpr bool kFloat = std::is_same_v<scalar_t, float>, k16Bit = sizeof(scalar_t) == 2;
   if constexpr (sizeof(scalar_t) < 8) {
     const LeanArgs<scalar_t> a{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(g.rows),
                                static_cast<int>(g.cols), g.inv, g.scale, 0};
@@ -74,46 +94,17 @@ cudaError_t launch_leaf(const Config& c, const Args<scalar_t>& g, cudaStream_t s
       case Leaf::kBlockRows: return launch_lean_rows<scalar_t, U, false>(c, a, stream);
       case Leaf::kBlockRowsOneChunk: return launch_lean_rows<scalar_t, U, false, true>(c, a, stream);
       case Leaf::kWarpRows: return launch_lean_rows<scalar_t, kLeanWarpRowLoads, true>(c, a, stream);
-      case Leaf::kBlockRowsWarm:
-        if constexpr (kFloat) {
-          LeanArgs<scalar_t> warmed = a;
-          warmed.launch_serial = next_launch_serial();
-          return launch_lean_rows<scalar_t, U, false, true, kLeanBlock, kLeanBlocksPerSm, true>(c, warmed, stream);
+      default:
+        if constexpr (sizeof(scalar_t) == 4) return launch_fp32_leaf(c, a, stream);
+        if constexpr (sizeof(scalar_t) == 2) {
+          if (c.leaf == Leaf::kBlockRowsDeep)
+            return launch_lean_rows<scalar_t, kDeepBlockRowLoads, false, false, kLeanBlock, kDeepBlockRowBlocksPerSm>(
+                c, a, stream);
+          if (c.leaf == Leaf::kSplitLanes && c.loads == 8) return launch_split_lanes<8>(c, a, stream);
+          if (c.leaf == Leaf::kSplitLanes && c.loads == 16) return launch_split_lanes<16>(c, a, stream);
         }
-        break;
-      case Leaf::kBlockRowsFive:
-        if constexpr (kFloat)
-          return launch_lean_rows<scalar_t, kFiveVectorLoads, false, false, kLeanBlock, kFiveVectorBlocksPerSm>(
-              c, a, stream);
-        break;
-      case Leaf::kBlockRowsDeep:
-        if constexpr (k16Bit)
-          return launch_lean_rows<scalar_t, kDeepBlockRowLoads, false, false, kLeanBlock, kDeepBlockRowBlocksPerSm>(
-              c, a, stream);
-        break;
-      case Leaf::kWarpRowsDeep:
-        if constexpr (kFloat)
-          return launch_lean_rows<scalar_t, kDeepWarpRowLoads, true, false, kDeepWarpRowBlock>(c, a, stream);
-        break;
-      case Leaf::kWarpRowsWide:
-        if constexpr (kFloat)
-          return launch_lean_rows<scalar_t, kWideWarpRowLoads, true, false, kWideWarpRowBlock>(c, a, stream);
-        break;
-      case Leaf::kSplitLanes:
-        if constexpr (kFloat) {
-          if (c.loads == 32) return launch_split_lanes<32>(c, a, stream);
-          if (c.loads == 48) return launch_split_lanes<48>(c, a, stream);
-          if (c.loads == 64) return launch_split_lanes<64>(c, a, stream);
-        } else {
-          if (c.loads == 8) return launch_split_lanes<8>(c, a, stream);
-          if (c.loads == 16) return launch_split_lanes<16>(c, a, stream);
-        }
-        return cudaErrorInvalidValue;
-      case Leaf::kSplitLanesStaged:
-        if constexpr (kFloat) return launch_split_lanes<1, 1, true>(c, a, stream);
-        break;
+        return cudaErrorInvalidValue;  // no such leaf for this type
     }
-    if (c.leaf != Leaf::kGeneral) return cudaErrorInvalidValue;  // no such leaf for this type
   }
   return launch_general<scalar_t, V>(c.plan, g, stream, c.programmatic);
 }
@@ -148,5 +139,4 @@ cudaError_t launch_div_sum_scale(const TailCall& call, TailScratch scratch, void
   }
   return cudaErrorInvalidValue;
 }
-
 }  // namespace kb14

@@ -1,24 +1,17 @@
-// The tail's dispatch as data: one host function from a call (dtype, shape, layout, divisor, GPU,
-// release group, launch kind) to the kernel configuration that reproduces the reference's plan
-// fastest. Plain C++ (tests/test_dispatch.py runs it on the CPU); fused_reduce.cu instantiates the
-// configurations. Each rule's deciding figures: results/kernel_notes.md, "The tail".
+// The tail's dispatch as data: from a call (dtype, shape, layout, divisor, GPU, release group, launch
+// kind) to the kernel configuration that reproduces the reference's plan fastest. Plain C++ (tests run it
+// on the CPU). Each rule's deciding figures: results/kernel_notes.md, "The tail".
 #pragma once
 
 #include "fused_reduce_order.h"
-
 #include <cmath>
 #include <cstdint>
 
 namespace kb14 {
-
 enum class TailDtype : int { kFloat = 0, kDouble = 1, kHalf = 2, kBFloat16 = 3 };
-
 namespace tail {
-
-// The kernel a call takes. General: the reference's own block shape, any plan (fused_reduce_general.cuh).
-// The others reproduce the plans of 32-lane rows of aligned unit-stride vectors (fused_reduce_lean.cuh):
-// a row per 512-thread block (BlockRows*) or per warp (WarpRows*), or a warp row spread over 128
-// threads, four a lane (SplitLanes*).
+// The kernel a call takes: general (any plan, fused_reduce_general.cuh) or lean (fused_reduce_lean.cuh): a row
+// per 512-thread block (BlockRows*) or per warp (WarpRows*), or a warp row over 128 threads (SplitLanes*).
 enum class Leaf : int {
   kGeneral,
   kBlockRows,          // lean_row_loads(V) vectors in flight per thread
@@ -68,9 +61,8 @@ constexpr int split_lane_min_blocks(int loads) { return loads <= 32 ? 8 : loads 
 constexpr int kStagedMaxRows = 1536;
 constexpr int64_t kStagedRowBytes = 48 * 1024;
 
-// Whether the packed 16-bit multiply reproduces the reference for this 1 / divisor: a power of
-// two 2^k the type holds as a normal number with y * 2^k exact in float for every finite y
-// (half: -14 <= k <= 15; bfloat16: -16 <= k <= 127).
+// Whether the packed 16-bit multiply reproduces the reference for this 1 / divisor: a power of two 2^k,
+// normal in the type, with y * 2^k exact in float for every finite y (half: -14..15; bfloat16: -16..127).
 inline bool packed_quotient_exact(float inv, bool half) {
   const int lowest = half ? -14 : -16, highest = half ? 15 : 127;
   int exponent = 0;
@@ -78,14 +70,12 @@ inline bool packed_quotient_exact(float inv, bool half) {
   return mantissa == 0.5f && exponent - 1 >= lowest && exponent - 1 <= highest;
 }
 
-// fp32 warp rows that the staged or split-lane kernels take: more vectors per lane than the deep
-// kernel keeps in flight, up to kStagedMaxRows rows whose vectors fit in shared memory.
+// fp32 warp rows with more vectors a lane than the deep kernel keeps in flight, that fit in shared memory.
 inline bool staged_rows(int64_t rows, int64_t cols, int V) {
   return rows <= kStagedMaxRows && cols > kDeepWarpRowLoads * kWarp * V && (cols / V) * 16 <= kStagedRowBytes;
 }
 
-// Split-lane loads for fp32 warp rows (0: none): one round of loads beats two; kernel_notes.md,
-// "How many loads in flight for split lanes".
+// Split-lane loads for fp32 warp rows (0: none): kernel_notes.md, "How many loads in flight for split lanes".
 inline int split_lane_loads(int64_t rows, int64_t cols, int V) {
   if (!staged_rows(rows, cols, V) || rows < 128) return 0;
   const int64_t share = ceil_div(cols, kSplitLaneThreads);
@@ -145,6 +135,5 @@ inline Config dispatch(const Call& c) {
   }
   return take(Leaf::kWarpRows, kLeanWarpRowLoads);
 }
-
 }  // namespace tail
 }  // namespace kb14

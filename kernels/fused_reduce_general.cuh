@@ -1,12 +1,9 @@
-// The tail's general kernels: the reference's plan for every shape (rows split across warps and
-// blocks, or a warp per row), one physical thread per logical thread, in the reference's own block
-// shape (results/kernel_notes.md, "The general kernel"). Also the element arithmetic and trees the
-// lean kernels share. No torch headers.
+// The tail's general kernels: the reference's plan for every shape, in its own block shape (kernel_notes.md,
+// "The general kernel"); also the element arithmetic and trees the lean kernels share. No torch headers.
 #pragma once
 
 #include "device_math.cuh"
 #include "fused_reduce_order.h"
-
 #include <cstdint>
 #include <type_traits>
 
@@ -16,77 +13,60 @@
 
 namespace kb14 {
 namespace tail {
-
 constexpr ReleaseOrder kOrder = release_order(KB14_TORCH_VERSION);
-
 template <typename T>
 constexpr int kInputVec = input_vec(kOrder, sizeof(T));
 
-// The reference's quotient, sum accumulation and scale. Half and bfloat16: the quotient is
-// rounded to the dtype (the reference stores it), summed in float, the sum rounded to the dtype,
-// scaled in float and rounded again.
-template <typename T> struct Arith;
+// The reference's quotient of an element widened to float (16-bit: rounded to the dtype, as it is stored).
+template <typename scalar_t>
+__device__ __forceinline__ float quotient_of_float(float y, float inv) {
+  if constexpr (sizeof(scalar_t) == 4) return __fmul_rn(y, inv);
+  else return to_float(round_to<scalar_t>(__fmul_rn(y, inv)));
+}
 
-template <> struct Arith<float> {
-  using acc_t = float;
-  using op_t = float;
-  static __device__ __forceinline__ float quotient(float y, float inv) { return __fmul_rn(y, inv); }
-  static __device__ __forceinline__ float store(float sum, float scale) { return __fmul_rn(sum, scale); }
-};
-
-template <> struct Arith<double> {
-  using acc_t = double;
-  using op_t = double;
-  static __device__ __forceinline__ double quotient(double y, double inv) { return __dmul_rn(y, inv); }
-  static __device__ __forceinline__ double store(double sum, double scale) { return __dmul_rn(sum, scale); }
-};
-
-template <typename T> struct Arith16 {
-  using acc_t = float;
-  using op_t = float;
-  static __device__ __forceinline__ float quotient(T y, float inv) {
-    return to_float(round_to<T>(__fmul_rn(to_float(y), inv)));
+// The reference's quotient, sum accumulation and scale: fp64 in double, the others in float; a 16-bit
+// sum is rounded to the dtype, scaled in float and rounded again.
+template <typename T>
+struct Arith {
+  using acc_t = std::conditional_t<sizeof(T) == 8, double, float>;
+  using op_t = acc_t;
+  static __device__ __forceinline__ acc_t quotient(T y, op_t inv) {
+    if constexpr (sizeof(T) == 8) return __dmul_rn(y, inv);
+    else return quotient_of_float<T>(to_float(y), inv);
   }
-  static __device__ __forceinline__ T store(float sum, float scale) {
-    return round_to<T>(__fmul_rn(to_float(round_to<T>(sum)), scale));
+  static __device__ __forceinline__ T store(acc_t sum, op_t scale) {
+    if constexpr (sizeof(T) == 8) return __dmul_rn(sum, scale);
+    else if constexpr (sizeof(T) == 4) return __fmul_rn(sum, scale);
+    else return round_to<T>(__fmul_rn(to_float(round_to<T>(sum)), scale));
   }
 };
-template <> struct Arith<__half> : Arith16<__half> {};
-template <> struct Arith<__nv_bfloat16> : Arith16<__nv_bfloat16> {};
+template <typename T>
+using acc_of = typename Arith<T>::acc_t;
 
 template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
+struct alignas(sizeof(T) * V) Vec { T v[V]; };
 
 template <typename scalar_t>
 struct Args {
-  using acc_t = typename Arith<scalar_t>::acc_t;
+  using acc_t = acc_of<scalar_t>;
   using op_t = typename Arith<scalar_t>::op_t;
   const scalar_t* __restrict__ y;
-  int64_t row_stride;
-  int64_t col_stride;
+  int64_t row_stride, col_stride;
   scalar_t* __restrict__ out;
   int64_t out_stride;
   acc_t* __restrict__ partials;  // [rows][ctas] when ctas > 1
-  int64_t rows;
-  int64_t cols;
-  int step;
-  int ctas;
-  op_t inv;        // 1 / divisor in the op math type, as the reference's host code computes it
+  int64_t rows, cols;
+  int step, ctas;
+  op_t inv;  // 1 / divisor in the op math type, as the reference's host code computes it
   op_t scale;
 };
 
-// The reference's warp shuffle tree, on lanes [0, width); the result is in lane 0.
-// Blocks of fewer than 32 threads (tiny rows) shuffle among the threads they have.
-__device__ __forceinline__ unsigned block_warp_mask() {
-  const unsigned n = blockDim.x * blockDim.y;
-  return n >= 32 ? 0xffffffffu : (1u << n) - 1u;
-}
-
+// The reference's warp shuffle tree on lanes [0, width), the result in lane 0. Blocks of fewer than 32
+// threads (tiny rows) shuffle among the threads they have.
 template <typename acc_t>
 __device__ __forceinline__ acc_t shuffle_tree(acc_t v, int width) {
-  const unsigned mask = block_warp_mask();
+  const unsigned threads = blockDim.x * blockDim.y;
+  const unsigned mask = threads >= 32 ? 0xffffffffu : (1u << threads) - 1u;
   if (kOrder.shuffle_descending) {
     for (int offset = width >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(mask, v, offset);
   } else {
@@ -95,9 +75,7 @@ __device__ __forceinline__ acc_t shuffle_tree(acc_t v, int width) {
   return v;
 }
 
-// block_x_reduce for a logical block `bx` lanes wide (any power of two up to 512):
-// shared-memory halving down to one warp, then the shuffle tree. `slot` holds
-// this thread's value at index lane; returns the row of lanes' total in lane 0.
+// block_x_reduce over `bx` lanes (a power of two up to 512): halving in `slot_row` down to a warp, then shuffles.
 template <typename acc_t>
 __device__ acc_t lane_tree(acc_t v, int bx, int lane, acc_t* slot_row) {
   if (bx > kWarp) {
@@ -115,43 +93,44 @@ __device__ acc_t lane_tree(acc_t v, int bx, int lane, acc_t* slot_row) {
   return shuffle_tree(v, bx);
 }
 
-// block_y_reduce: halving over the warps' totals W[0..n), in place; result in W[0].
-// Run by one warp, lane i owning W[i] (n <= 32 always: see plan_reference_sum).
+// block_y_reduce: halving over the warps' totals, lane i holding warp i's (n <= 32: plan_reference_sum).
 template <typename acc_t>
 __device__ __forceinline__ acc_t warp_tree(acc_t v, int n) {
   for (int offset = n >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(0xffffffffu, v, offset);
   return v;
 }
 
+// A logical thread's leaf: its V accumulators added in order.
+template <typename acc_t, int V>
+__device__ __forceinline__ acc_t leaf_sum(const acc_t (&acc)[V]) {
+  acc_t leaf = acc[0];
+#pragma unroll
+  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
+  return leaf;
+}
+
 template <typename scalar_t>
-__device__ __forceinline__ typename Args<scalar_t>::acc_t element(const scalar_t* row, int64_t col_stride,
-                                                                  int64_t e, typename Args<scalar_t>::op_t inv) {
+__device__ __forceinline__ acc_of<scalar_t> element(const scalar_t* row, int64_t col_stride, int64_t e,
+                                                    acc_of<scalar_t> inv) {
   return Arith<scalar_t>::quotient(row[e * col_stride], inv);
 }
 
-// The leaf of logical thread t on the vectorised path (input_vectorized_thread_reduce_impl).
-// All of a batch's U loads are issued before any is consumed; each accumulator receives
-// its elements in the reference's order. In-row offsets fit in 32 bits: the fused path
-// only takes tensors of fewer than 2^31 bytes.
+// Logical thread t's leaf on the vectorised path (input_vectorized_thread_reduce_impl), U loads in flight.
+// In-row offsets fit in 32 bits: the fused path only takes tensors of fewer than 2^31 bytes.
 template <typename scalar_t, int V, int U, bool kVectorLoads>
-__device__ __forceinline__ typename Args<scalar_t>::acc_t vectorized_leaf(const Args<scalar_t>& a,
-                                                                          const scalar_t* row, int shift, int t,
-                                                                          int lane, bool owns_edges) {
-  using acc_t = typename Args<scalar_t>::acc_t;
+__device__ __forceinline__ acc_of<scalar_t> vectorized_leaf(const Args<scalar_t>& a, const scalar_t* row, int shift,
+                                                            int t, int lane, bool owns_edges) {
+  using acc_t = acc_of<scalar_t>;
   const int cols = static_cast<int>(a.cols);
   int end = cols, base = 0;
-  acc_t acc[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) acc[i] = acc_t(0);
+  acc_t acc[V] = {};
   if (shift > 0) {
     if (owns_edges && lane >= shift && lane < V) acc[0] = acc_t(0) + element(row, a.col_stride, lane - shift, a.inv);
     end = cols + shift - V;
     base = V - shift;
   }
-  const int nvec = end / V;
-  const int step = a.step;
+  const int nvec = end / V, step = a.step;
   const scalar_t* vbase = row + base * a.col_stride;
-
   for (int k0 = 0; t + k0 * step < nvec; k0 += U) {
     Vec<scalar_t, V> buf[U];
 #pragma unroll
@@ -167,28 +146,22 @@ __device__ __forceinline__ typename Args<scalar_t>::acc_t vectorized_leaf(const 
       }
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (t + (k0 + u) * step < nvec) {
+    for (int u = 0; u < U; ++u)
+      if (t + (k0 + u) * step < nvec)
 #pragma unroll
         for (int i = 0; i < V; ++i) acc[i] = acc[i] + Arith<scalar_t>::quotient(buf[u].v[i], a.inv);
-      }
-    }
   }
   if (owns_edges) {
     const int e = end - end % V + lane;
     if (e < end) acc[0] = acc[0] + element(vbase, a.col_stride, e, a.inv);
   }
-  acc_t v = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) v = v + acc[i];
-  return v;
+  return leaf_sum(acc);
 }
 
-// The leaf of logical thread t on the scalar path (thread_reduce_impl, vt0 accumulators):
-// its m-th element, t + m * step, goes to accumulator m % vt0.
+// Logical thread t's leaf on the scalar path (thread_reduce_impl): its m-th element to accumulator m % vt0.
 template <typename scalar_t>
-__device__ typename Args<scalar_t>::acc_t scalar_leaf(const Args<scalar_t>& a, const scalar_t* row, int t) {
-  using acc_t = typename Args<scalar_t>::acc_t;
+__device__ acc_of<scalar_t> scalar_leaf(const Args<scalar_t>& a, const scalar_t* row, int t) {
+  using acc_t = acc_of<scalar_t>;
   acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
   int64_t e = t;
   for (int m = 0; e < a.cols; ++m, e += a.step) {
@@ -203,14 +176,11 @@ __device__ typename Args<scalar_t>::acc_t scalar_leaf(const Args<scalar_t>& a, c
   return ((acc[0] + acc[1]) + acc[2]) + acc[3];
 }
 
-// The leaf of logical thread t, by the path the reference takes for this row.
 template <typename scalar_t, int V, int U>
-__device__ __forceinline__ typename Args<scalar_t>::acc_t row_leaf(const Args<scalar_t>& a, bool vectorized,
-                                                                   const scalar_t* row, int64_t r, int t, int lane,
-                                                                   bool owns_edges) {
+__device__ __forceinline__ acc_of<scalar_t> row_leaf(const Args<scalar_t>& a, bool vectorized, const scalar_t* row,
+                                                     int64_t r, int t, int lane, bool owns_edges) {
   if (!vectorized) return scalar_leaf<scalar_t>(a, row, t);
-  // The reference's quotient is a fresh, aligned tensor: row r starts r * cols
-  // elements in, so its misalignment is (r * cols) mod V.
+  // The reference's quotient is a fresh, aligned tensor: row r is misaligned by (r * cols) mod V.
   const int shift = static_cast<int>((r * a.cols) % V);
   const int base = shift > 0 ? V - shift : 0;
   const bool aligned = a.col_stride == 1 && reinterpret_cast<uintptr_t>(row + base) % (sizeof(scalar_t) * V) == 0;
@@ -218,25 +188,21 @@ __device__ __forceinline__ typename Args<scalar_t>::acc_t row_leaf(const Args<sc
                  : vectorized_leaf<scalar_t, V, U, false>(a, row, shift, t, lane, owns_edges);
 }
 
-// Rows split across warps (and possibly blocks): one physical block per (row, c), one
-// physical thread per logical thread, as the reference launches it. 40 registers fit
-// three 512-thread blocks per SM (double needs more and keeps two).
+// Rows split across warps (and blocks): a block per (row, c). 40 registers fit three blocks an SM (not fp64).
 template <typename scalar_t, int V, int U>
 __global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) split_row_kernel(Args<scalar_t> a,
                                                                                              bool vectorized) {
-  using acc_t = typename Args<scalar_t>::acc_t;
+  using acc_t = acc_of<scalar_t>;
   __shared__ acc_t smem[kMaxThreads];
   __shared__ acc_t warp_totals[kWarp];
   const int bx = blockDim.x, by = blockDim.y;
-  const int x = threadIdx.x, y = threadIdx.y;
+  const int x = threadIdx.x, y = threadIdx.y, c = blockIdx.y;
   const int64_t r = blockIdx.x;
-  const int c = blockIdx.y;
   const scalar_t* row = a.y + r * a.row_stride;
   const int t = x + bx * y + bx * by * c;
   wait_for_prior_grids();
   const acc_t leaf = row_leaf<scalar_t, V, U>(a, vectorized, row, r, t, x, y == 0 && c == 0);
   allow_dependent_launch();
-
   acc_t total;
   if constexpr (kOrder.lanes_before_warps) {
     const acc_t w = lane_tree(leaf, bx, x, smem + y * bx);
@@ -245,16 +211,13 @@ __global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) spl
     if (y != 0 || x >= kWarp) return;
     total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
   } else {
-    // Warps first: for each lane, the halving tree over the warps, then the lanes.
+    // Warps first, then the lanes; by one warp, as __syncwarp orders only one warp's accesses.
     smem[y * bx + x] = leaf;
     __syncthreads();
-    // One warp walks the lanes (a row of the block may span several warps: each lane
-    // must be folded exactly once, and __syncwarp orders only one warp's accesses).
     if (y != 0 || x >= kWarp) return;
-    for (int lane = x; lane < bx; lane += kWarp) {
+    for (int lane = x; lane < bx; lane += kWarp)
       for (int offset = by >> 1; offset > 0; offset >>= 1)
         for (int w = 0; w < offset; ++w) smem[w * bx + lane] = smem[w * bx + lane] + smem[(w + offset) * bx + lane];
-    }
     __syncwarp();
     if (bx > kWarp) {
       for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
@@ -265,19 +228,15 @@ __global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) spl
     total = shuffle_tree(x < bx ? smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
   }
   if (x != 0) return;
-  if (a.ctas > 1) {
-    a.partials[r * a.ctas + c] = total;
-  } else {
-    a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-  }
+  if (a.ctas > 1) a.partials[r * a.ctas + c] = total;
+  else a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-// The reference's global_reduce, run once per row after all of its blocks: logical
-// thread (x, y) of the last block starts from 0 and adds the staged block totals
-// x + bx * y, then + bx * by, ...; then the warp tree, then the lane tree.
+// The reference's global_reduce, after all of a row's blocks: thread (x, y) adds block totals x + bx * y,
+// + bx * by, ...; then the warp tree, then the lane tree.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar_t> a) {
-  using acc_t = typename Args<scalar_t>::acc_t;
+  using acc_t = acc_of<scalar_t>;
   __shared__ acc_t smem[kMaxThreads];
   const int bx = blockDim.x, by = blockDim.y;
   const int x = threadIdx.x, y = threadIdx.y;
@@ -296,7 +255,7 @@ __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar
     }
   }
   __syncthreads();
-  // block_x_reduce on the warps' row (row 0), possibly wider than a warp.
+  // block_x_reduce on row 0, possibly wider than a warp.
   for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
     if (y == 0 && x < offset) {
       v = v + smem[x + offset];
@@ -310,14 +269,12 @@ __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar
   if (x == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-// Rows owned by one warp each (the reference's output split across warps); the
-// "warp" is bx lanes wide and may span several hardware warps when rows are few.
+// A row per logical warp, bx lanes wide (several hardware warps when rows are few).
 template <typename scalar_t, int V, int U>
 __global__ void __launch_bounds__(kMaxThreads) warp_row_kernel(Args<scalar_t> a, bool vectorized) {
-  using acc_t = typename Args<scalar_t>::acc_t;
+  using acc_t = acc_of<scalar_t>;
   __shared__ acc_t lanes_smem[kMaxThreads];
-  const int bx = blockDim.x;
-  const int x = threadIdx.x;
+  const int bx = blockDim.x, x = threadIdx.x;
   const int64_t r = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool live = r < a.rows;
   const scalar_t* row = a.y + (live ? r : 0) * a.row_stride;
@@ -346,28 +303,14 @@ cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, cudaStream_t 
                              programmatic, a);
 }
 
-// The kernels' arguments for a planned call (strides in elements; `partials` holds rows * ctas
-// accumulators when the plan splits rows across blocks, else may be null).
+// The kernels' arguments for a planned call (strides in elements; `partials`: rows * ctas when ctas > 1).
 template <typename scalar_t>
 Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride, int64_t col_stride,
                             scalar_t* out, int64_t out_stride, double divisor, double scale,
-                            typename Arith<scalar_t>::acc_t* partials) {
+                            acc_of<scalar_t>* partials) {
   using op_t = typename Arith<scalar_t>::op_t;
-  Args<scalar_t> a;
-  a.y = y;
-  a.row_stride = row_stride;
-  a.col_stride = p.cols == 1 ? 1 : col_stride;
-  a.out = out;
-  a.out_stride = out_stride;
-  a.partials = partials;
-  a.rows = p.rows;
-  a.cols = p.cols;
-  a.step = p.step;
-  a.ctas = p.ctas;
-  a.inv = reciprocal<op_t>(kOrder, divisor);
-  a.scale = static_cast<op_t>(scale);
-  return a;
+  return {y, row_stride, p.cols == 1 ? 1 : col_stride, out, out_stride, partials, p.rows, p.cols, p.step, p.ctas,
+          reciprocal<op_t>(kOrder, divisor), static_cast<op_t>(scale)};
 }
-
 }  // namespace tail
 }  // namespace kb14

@@ -1,21 +1,17 @@
-// The tail's lean kernels: the plans of 32-lane rows of aligned unit-stride vectors (a row per
-// 32 x 16 block, or per warp), the shapes KernelBench and most users meet. The reference's
-// additions in its order, but the loads laid out for speed: few registers (full occupancy),
-// evict-first loads (y is read once), and griddepcontrol.wait just before the first read of y, so
-// that a programmatic launch places its blocks while the kernel before drains (a no-op after a
-// plain launch). Why each: results/kernel_notes.md, "The tail".
+// The tail's lean kernels: plans of 32-lane rows of aligned unit-stride vectors (the shapes most calls
+// meet), the reference's additions in its order with the loads laid out for speed: few registers, evict-first
+// loads, griddepcontrol.wait just before the first read of y. Why each: results/kernel_notes.md, "The tail".
 #pragma once
 
 #include "fused_reduce_dispatch.h"
 #include "fused_reduce_general.cuh"
-
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 namespace kb14 {
 namespace tail {
-
+// The lean kernels' arguments: rows and columns in 32 bits (the lean path takes fewer than 2^31 elements).
 template <typename scalar_t>
 struct LeanArgs {
   using op_t = typename Arith<scalar_t>::op_t;
@@ -23,79 +19,43 @@ struct LeanArgs {
   int64_t row_stride;  // elements; row_stride - cols is a multiple of the vector width
   scalar_t* __restrict__ out;
   int64_t out_stride;
-  int rows;
-  int cols;
-  op_t inv;
-  op_t scale;
+  int rows, cols;
+  op_t inv, scale;
   uint32_t launch_serial;  // a warmed launch's own number (warm_behind_warmed_launch)
 };
 
-// Loads are held as raw 32-bit words (RawVec, device_math.cuh), each element decoded from them.
-
-// The reference's quotient of an element already widened to float.
-template <typename scalar_t>
-__device__ __forceinline__ float quotient_of_float(float y, float inv) {
-  if constexpr (sizeof(scalar_t) == 4) {
-    return __fmul_rn(y, inv);
-  } else {
-    return to_float(round_to<scalar_t>(__fmul_rn(y, inv)));
-  }
-}
-
-// The reference's quotients of the two 16-bit elements of a word, widened to float, by one packed
-// multiply where packed_quotient_exact holds: there y * inv is exact in float, so the reference's
-// only rounding is to 16 bits, which mul.rn.{f16,bf16}x2 does once, the same way.
+// The quotients of a word's two 16-bit elements, widened, by one packed multiply: where packed_quotient_exact
+// holds, y * inv is exact in float, so the reference's only rounding is the 16-bit one mul.rn.x2 does.
 template <typename scalar_t>
 __device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, uint32_t inv_pair) {
-  if constexpr (std::is_same_v<scalar_t, __half>) {
-    __half2 y, inv;
-    memcpy(&y, &packed, sizeof(y));
-    memcpy(&inv, &inv_pair, sizeof(inv));
-    return __half22float2(__hmul2_rn(y, inv));
-  } else {
-    __nv_bfloat162 y, inv;
-    memcpy(&y, &packed, sizeof(y));
-    memcpy(&inv, &inv_pair, sizeof(inv));
-    return __bfloat1622float2(__hmul2_rn(y, inv));
+  using Pair = std::conditional_t<std::is_same_v<scalar_t, __half>, __half2, __nv_bfloat162>;
+  Pair y, inv;
+  memcpy(&y, &packed, sizeof(y));
+  memcpy(&inv, &inv_pair, sizeof(inv));
+  if constexpr (std::is_same_v<scalar_t, __half>) return __half22float2(__hmul2_rn(y, inv));
+  else return __bfloat1622float2(__hmul2_rn(y, inv));
+}
+
+// inv twice in the type's 16 bits, for the packed multiply.
+template <typename scalar_t, bool kPackedMul>
+__device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
+  if constexpr (kPackedMul) {
+    const scalar_t rounded = round_to<scalar_t>(inv);
+    uint16_t bits;
+    memcpy(&bits, &rounded, sizeof(bits));
+    return bits | (uint32_t(bits) << 16);
   }
+  return 0;
 }
 
-template <typename scalar_t>
-__device__ __forceinline__ uint32_t round_to_bits(float v) {
-  const scalar_t rounded = round_to<scalar_t>(v);
-  uint16_t bits;
-  memcpy(&bits, &rounded, sizeof(bits));
-  return bits;
-}
-
-// One element read alone (a row's head or tail), and its quotient: apart, so that a block row
-// issues its edge loads with its vectors and waits for them once.
+// One element read alone (a row's head or tail), apart from its quotient: a block row waits for it once.
 template <typename scalar_t>
 __device__ __forceinline__ scalar_t lean_element_load(const scalar_t* p) {
-  if constexpr (sizeof(scalar_t) == 4) {
-    return __ldg(p);
-  } else {
-    return *p;
-  }
+  if constexpr (sizeof(scalar_t) == 4) return __ldg(p);
+  else return *p;
 }
 
-template <typename scalar_t>
-__device__ __forceinline__ float lean_element_quotient_of(scalar_t v, float inv) {
-  if constexpr (sizeof(scalar_t) == 4) {
-    return quotient_of_float<scalar_t>(v, inv);
-  } else {
-    return quotient_of_float<scalar_t>(to_float(v), inv);
-  }
-}
-
-template <typename scalar_t>
-__device__ __forceinline__ float lean_element_quotient(const scalar_t* p, float inv) {
-  return lean_element_quotient_of<scalar_t>(lean_element_load(p), inv);
-}
-
-// Vectors of lean rows load .nc, not allocated in L1, evict-first in L2 (`policy`); the split
-// lanes' 4-byte words load .cs: with a policy register each load kept its own 64-bit address and
-// the kernel spilled.
+// Lean rows' vectors load .nc, L1 no-allocate, L2 evict-first; split lanes' words .cs (a policy each spilled).
 __device__ __forceinline__ void lean_load_one(uint4& r, const void* p, uint64_t policy) {
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
       : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
@@ -116,13 +76,11 @@ __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int 
   }
 }
 
-// Where row r's aligned vectors start and how many there are: in the reference's fresh quotient row r
-// starts (r * cols) mod V elements past a vector boundary (the head before it, the tail after them).
+// Row r's whole vectors: the reference's fresh quotient row starts (r * cols) mod V past a vector boundary.
 template <int V, bool kShifted>
 struct LeanRow {
-  int shift = 0;
-  int base = 0;
-  int nvec;  // whole vectors from base
+  int shift = 0, base = 0;  // the head: elements before base
+  int nvec;                 // whole vectors from base; the tail after them
   __device__ __forceinline__ LeanRow(int r, int cols) {
     if constexpr (kShifted) {
       shift = static_cast<int>((int64_t(r) * cols) % V);
@@ -132,18 +90,7 @@ struct LeanRow {
   }
 };
 
-// A logical thread's leaf: its V accumulators added in order.
-template <int V>
-__device__ __forceinline__ float lean_leaf(const float (&acc)[V]) {
-  float leaf = acc[0];
-#pragma unroll
-  for (int i = 1; i < V; ++i) leaf = leaf + acc[i];
-  return leaf;
-}
-
 // Adds one vector's quotients to a logical thread's V accumulators, element i to acc[i].
-// kPackedMul: two 16-bit quotients per multiply (inv_pair holds 1 / divisor twice; exact
-// there: packed_quotient_exact).
 template <typename scalar_t, int V, bool kPackedMul, typename W>
 __device__ __forceinline__ void lean_add_vector(float (&acc)[V], const W& w, float inv, uint32_t inv_pair) {
   if constexpr (kPackedMul) {
@@ -159,26 +106,11 @@ __device__ __forceinline__ void lean_add_vector(float (&acc)[V], const W& w, flo
   }
 }
 
-// inv twice in the type's 16 bits, for the packed multiply.
-template <typename scalar_t, bool kPackedMul>
-__device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
-  if constexpr (kPackedMul) {
-    const uint32_t bits = round_to_bits<scalar_t>(inv);
-    return bits | (bits << 16);
-  }
-  return 0;
-}
-
-// Warming L2 behind a draining kernel: back to back, the bus idles while a programmatic
-// dependent's blocks wait for the kernel before. Each of the first SMs blocks prefetches its row
-// before the wait (safe: every SM's writes land in L2), but only where the kernel before is
-// another warmed launch that triggered less than kWarmWindowUnits (of 1024 ns) ago, as its last
-// block records in warmed_trigger; in a single call the prefetch costs more than it gains. A hint
-// only: no result depends on it. results/kernel_notes.md, "L2 warming ... and its gate".
+// L2 warming, a hint only: the first SMs' blocks prefetch their row before the wait, only behind another warmed
+// launch that triggered within kWarmWindowUnits x 1024 ns (alone it costs more): kernel_notes.md, "L2 warming".
 constexpr int kWarmRowsPerSm = 1;
 constexpr uint32_t kWarmWindowUnits = 16;
-static __device__ uint64_t warmed_trigger;
-
+static __device__ uint64_t warmed_trigger;  // the last warmed launch's serial and trigger time
 template <typename scalar_t>
 __device__ __forceinline__ void warm_behind_warmed_launch(const LeanArgs<scalar_t>& a, int r, const void* row,
                                                           uint32_t bytes) {
@@ -187,17 +119,14 @@ __device__ __forceinline__ void warm_behind_warmed_launch(const LeanArgs<scalar_
   const bool other_launch = static_cast<uint32_t>(last >> 32) != a.launch_serial;
   if (other_launch && warm_clock() - static_cast<uint32_t>(last) < kWarmWindowUnits) bulk_prefetch_to_l2(row, bytes);
 }
-
 template <typename scalar_t>
 __device__ __forceinline__ void record_warmed_trigger(const LeanArgs<scalar_t>& a, int r) {
   if (threadIdx.x == 0 && r == a.rows - 1)
     *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(a.launch_serial) << 32 | warm_clock();
 }
 
-// The end of a block row: the leaves meet in the reference's block tree (kOrder) and thread 0 stores
-// the result. Every thread calls it (a barrier).
+// The end of a block row: the leaves meet in the reference's block tree; every thread calls it (a barrier).
 constexpr int kLeanRowTreeFloats = kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock;
-
 template <typename scalar_t>
 __device__ __forceinline__ void lean_block_row_store(float leaf, float* smem, int lane, int warp,
                                                      const LeanArgs<scalar_t>& a, int r) {
@@ -223,10 +152,8 @@ __device__ __forceinline__ void lean_block_row_store(float leaf, float* smem, in
   }
 }
 
-// kWarpRows: a row per warp (kBlock / 32 rows a block), else a row per 512-thread block.
-// kShifted: rows may start mid-vector. kExactRows: every row holds exactly U vectors per thread,
-// so no bounds check and no loop (26 registers instead of 32 in fp32). kMinBlocks: the blocks
-// per SM its registers allow. kWarm: warm_behind_warmed_launch.
+// A row per warp (kWarpRows) or per 512-thread block. kExactRows: exactly U vectors a thread, loop-free (fewer
+// registers). kMinBlocks: the blocks per SM its registers allow.
 template <typename scalar_t, int V, int U, bool kWarpRows, bool kShifted, bool kPackedMul = false,
           bool kExactRows = false, int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm, bool kWarm = false>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<scalar_t> a) {
@@ -235,10 +162,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
   __shared__ float smem[kWarpRows ? 1 : kLeanRowTreeFloats];
-  const int tid = threadIdx.x;
-  const int lane = tid % kWarp, warp = tid / kWarp;
+  const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const int t = kWarpRows ? lane : tid;  // logical thread within the row
-  // The lean path only takes tensors of fewer than 2^31 elements.
   const int r = kWarpRows ? blockIdx.x * (kBlock / kWarp) + warp : blockIdx.x;
   if (kWarpRows && r >= a.rows) return;
   const LeanRow<V, kShifted> geo(r, a.cols);
@@ -249,9 +174,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   if constexpr (kWarm) warm_behind_warmed_launch(a, r, row, static_cast<uint32_t>(U * kLeanBlock * sizeof(W)));
   wait_for_prior_grids();
   lean_load<U, kStep, kExactRows>(buf, row, t, geo.nvec, policy);
-  // The head and tail belong to the first warp's lanes (should_reduce_tail), added first and last. A
-  // block row loads them with its vectors, saving a memory latency; a warp row loads them after (early,
-  // they spilled the wide kernel). results/kernel_notes.md, "The edge elements of shifted rows".
+  // The first warp's lanes add the head first and the tail last; a warp row loads them late (early spilled).
   const bool owns_edges = kShifted && (kWarpRows || warp == 0);
   const auto owns_head = [&] { return owns_edges && geo.shift > 0 && lane >= geo.shift && lane < V; };
   const auto owns_tail = [&] { return owns_edges && lane < (a.cols - geo.base) % V; };
@@ -264,30 +187,23 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   }
   if constexpr (kWarm) record_warmed_trigger(a, r);
   allow_dependent_launch();
-
   const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
-  float acc[V];
-#pragma unroll
-  for (int i = 0; i < V; ++i) acc[i] = 0.0f;
+  float acc[V] = {};
   if (owns_head())
-    acc[0] = 0.0f + lean_element_quotient_of<scalar_t>(kWarpRows ? lean_element_load(head_element()) : early_head,
-                                                       a.inv);
+    acc[0] = 0.0f + Arith<scalar_t>::quotient(kWarpRows ? lean_element_load(head_element()) : early_head, a.inv);
 #pragma unroll 1
   for (int k = t;;) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
+    for (int u = 0; u < U; ++u)
       if (kExactRows || k + u * kStep < geo.nvec) lean_add_vector<scalar_t, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
-    }
     if constexpr (kExactRows) break;
     k += U * kStep;
     if (k >= geo.nvec) break;
     lean_load<U, kStep>(buf, row, k, geo.nvec, policy);
   }
   if (owns_tail())
-    acc[0] = acc[0] + lean_element_quotient_of<scalar_t>(kWarpRows ? lean_element_load(tail_element()) : early_tail,
-                                                         a.inv);
-  const float leaf = lean_leaf(acc);
-
+    acc[0] = acc[0] + Arith<scalar_t>::quotient(kWarpRows ? lean_element_load(tail_element()) : early_tail, a.inv);
+  const float leaf = leaf_sum(acc);
   if constexpr (kWarpRows) {
     const float total = shuffle_tree(leaf, kWarp);
     if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
@@ -296,23 +212,17 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   }
 }
 
-// A warp-per-row plan spread over 128 threads, four a lane: lane l's accumulators (one per element
-// of its vectors) live on threads 4 l .. 4 l + 3, each of which reads 4-byte words t, t + 128, ...
-// of the row's whole vectors, U in flight; lane l's head and tail go to its accumulator 0 on
-// thread 4 l, as in lean_rows_kernel. The lane's accumulators meet on thread 4 l in lean_leaf's
-// order, then the 32 lane leaves in the reference's shuffle tree. Four times the loads in flight
-// of the warp-per-row kernels.
+// A warp row spread over 128 threads for four times the loads in flight: lane l's accumulators live on threads
+// 4 l .. 4 l + 3, each reading 4-byte words t, t + 128, ... of the row's whole vectors.
 constexpr int kSplitLaneThreadsPerLane = kSplitLaneThreads / kWarp;
 static_assert(kSplitLaneThreads == kWarp * kInputVec<float>, "an fp32 lane's accumulators, one a thread");
-// What a split-lane thread loads (a 4-byte word: one fp32 element or two 16-bit ones) and the
-// accumulators it keeps, one per element of its word.
+// A split-lane thread's load (one fp32 element or two 16-bit ones) and its accumulators.
 template <typename scalar_t>
 using SplitLaneWord = std::conditional_t<sizeof(scalar_t) == 4, float, uint32_t>;
 template <typename scalar_t>
 constexpr int kSplitLaneThreadAccumulators = kInputVec<scalar_t> / kSplitLaneThreadsPerLane;
 
-// Adds one word's quotients to its thread's accumulators, element i to acc[i] (kPackedMul: as
-// lean_add_vector).
+// Adds one word's quotients to its thread's accumulators, element i to acc[i] (kPackedMul: as lean_add_vector).
 template <typename scalar_t, bool kPackedMul>
 __device__ __forceinline__ void split_lane_add(float (&acc)[kSplitLaneThreadAccumulators<scalar_t>],
                                                const SplitLaneWord<scalar_t>& w, float inv, uint32_t inv_pair) {
@@ -328,8 +238,7 @@ __device__ __forceinline__ void split_lane_add(float (&acc)[kSplitLaneThreadAccu
   }
 }
 
-// The end of a split-lane row: lane l's accumulators meet on thread 4 l in lean_leaf's order, the 32
-// lane leaves in the reference's shuffle tree. Every thread calls it (a barrier).
+// Lane l's accumulators meet on thread 4 l, the 32 lane leaves in the reference's tree (a barrier).
 template <typename scalar_t, int kAcc>
 __device__ __forceinline__ void split_lane_store(const float (&acc)[kAcc], int t, int lane,
                                                  float (&lane_leaves)[kWarp], const LeanArgs<scalar_t>& a, int r) {
@@ -339,7 +248,7 @@ __device__ __forceinline__ void split_lane_store(const float (&acc)[kAcc], int t
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) lane_acc[q * kAcc + i] = q == 0 ? acc[i] : __shfl_down_sync(0xffffffffu, acc[i], q);
   }
-  if (t % kSplitLaneThreadsPerLane == 0) lane_leaves[lane] = lean_leaf(lane_acc);
+  if (t % kSplitLaneThreadsPerLane == 0) lane_leaves[lane] = leaf_sum(lane_acc);
   __syncthreads();
   if (t < kWarp) {
     const float total = shuffle_tree(lane_leaves[t], kWarp);
@@ -347,15 +256,7 @@ __device__ __forceinline__ void split_lane_store(const float (&acc)[kAcc], int t
   }
 }
 
-// The same for fp32's single accumulator per thread.
-__device__ __forceinline__ void split_lane_store(float acc, int t, int lane, float (&lane_leaves)[kWarp],
-                                                 const LeanArgs<float>& a, int r) {
-  const float one[1] = {acc};
-  split_lane_store(one, t, lane, lane_leaves, a, r);
-}
-
-// kStaged: the row's whole vectors are first copied into shared memory (one bulk copy on sm_90, else
-// each thread's cp.async), then added from there (U unused). kPackedMul: as lean_add_vector's.
+// kStaged: the row's whole vectors copied to shared memory first (sm_90: one bulk copy), U unused.
 template <int U, int kMinBlocks, bool kShifted = false, bool kStaged = false, typename scalar_t = float,
           bool kPackedMul = false>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<scalar_t> a) {
@@ -365,9 +266,8 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   extern __shared__ __align__(128) uint4 split_lane_staged[];
   __shared__ float lane_leaves[kWarp];
   __shared__ uint64_t landed;
-  constexpr bool kBulk = kStaged && kHasBulkCopy;
-  const int t = threadIdx.x;
-  const int r = blockIdx.x;
+  constexpr bool kBulk = kStaged && kArch >= 900;
+  const int t = threadIdx.x, r = blockIdx.x;
   const LeanRow<V, kShifted> geo(r, a.cols);
   const scalar_t* row_start = a.y + r * a.row_stride;
   const scalar_t* row = row_start + geo.base;
@@ -398,18 +298,17 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   } else {
     lean_load<U, kSplitLaneThreads>(buf, words, t, n, policy);
   }
-  // Lane t / 4's edges, on its accumulator 0 (thread 4 l), read while the row's loads fly.
+  // Lane l's edges, on thread 4 l's accumulator 0, read while the row's loads fly.
   const int lane = t / kSplitLaneThreadsPerLane;
   const bool edge_thread = kShifted && t % kSplitLaneThreadsPerLane == 0;
   const bool has_head = edge_thread && geo.shift > 0 && lane >= geo.shift && lane < V;
   const bool has_tail = edge_thread && lane < (a.cols - geo.base) % V;
-  const float head = has_head ? lean_element_quotient(row_start + (lane - geo.shift), a.inv) : 0.0f;
-  const float tail = has_tail ? lean_element_quotient(row + geo.nvec * V + lane, a.inv) : 0.0f;
+  const auto quotient_at = [&](const scalar_t* p) { return Arith<scalar_t>::quotient(lean_element_load(p), a.inv); };
+  const float head = has_head ? quotient_at(row_start + (lane - geo.shift)) : 0.0f;
+  const float tail = has_tail ? quotient_at(row + geo.nvec * V + lane) : 0.0f;
   allow_dependent_launch();
   const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
-  float acc[kAcc];
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+  float acc[kAcc] = {};
   if (has_head) acc[0] = 0.0f + head;
   if constexpr (kStaged) {
     if constexpr (kBulk) {
@@ -426,9 +325,8 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
 #pragma unroll 1
     for (int k = t;;) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
+      for (int u = 0; u < U; ++u)
         if (k + u * kSplitLaneThreads < n) split_lane_add<scalar_t, kPackedMul>(acc, buf[u], a.inv, inv_pair);
-      }
       k += U * kSplitLaneThreads;
       if (k >= n) break;
       lean_load<U, kSplitLaneThreads>(buf, words, k, n, policy);
@@ -437,6 +335,5 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   if (has_tail) acc[0] = acc[0] + tail;
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
-
 }  // namespace tail
 }  // namespace kb14

@@ -1,20 +1,15 @@
-// The reference's order for `torch.sum(y / d, 1, keepdim=True) * s`, in plain C++.
-//
-// The reference runs three kernels: the true-divide (a multiply by 1 / d, taken on the host),
-// ATen's reduction (Reduce.cuh) and the multiply by s. Its sum's order is fixed by the launch
-// configuration Reduce.cuh picks for the shape and the GPU: which elements each logical thread
-// (lane x, warp y, block c) accumulates, then the tree across lanes, warps and blocks.
-// plan_reference_sum recomputes that configuration; the kernels add in that order.
+// The reference's order for `torch.sum(y / d, 1, keepdim=True) * s`, in plain C++. The reference's
+// sum (ATen's Reduce.cuh, between a multiply by 1 / d and one by s) adds in an order fixed by the launch
+// configuration it picks for the shape and GPU: which elements each logical thread (lane x, warp y,
+// block c) accumulates, then the tree across lanes, warps and blocks. plan_reference_sum recomputes it.
 #pragma once
 
 #include "device_shape.h"
-
 #include <algorithm>
 #include <cstdint>
 
 namespace kb14 {
 namespace tail {
-
 // What changed in Reduce.cuh / ReduceSumProdKernel.cu between releases (2.10 is the line).
 struct ReleaseOrder {
   bool lanes_before_warps;            // block_x_reduce before block_y_reduce (before 2.10: warps first)
@@ -46,8 +41,7 @@ constexpr int kVt0 = 4;           // accumulators per thread on the non-vectoris
 
 // The reference's launch configuration (Reduce.cuh: setReduceConfig).
 struct Plan {
-  int64_t rows = 0;
-  int64_t cols = 0;
+  int64_t rows = 0, cols = 0;
   bool vectorized = false;
   int bx = 1;             // block_width
   int by = 1;             // block_height
@@ -57,19 +51,13 @@ struct Plan {
 };
 
 inline int last_pow2(int n) {
-  n |= (n >> 1);
-  n |= (n >> 2);
-  n |= (n >> 4);
-  n |= (n >> 8);
-  n |= (n >> 16);
+  for (int shift = 1; shift <= 16; shift *= 2) n |= n >> shift;
   return std::max(1, n - (n >> 1));
 }
 
 inline Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, const DeviceShape& prop,
                                const ReleaseOrder& order) {
-  Plan p;
-  p.rows = rows;
-  p.cols = cols;
+  Plan p{rows, cols};
   int64_t dim0 = cols, dim1 = rows;
   p.vectorized = order.vectorize_from_128_inclusive ? dim0 >= 128 : dim0 > 128;
   if (p.vectorized) dim0 /= input_vec_size;
@@ -80,8 +68,7 @@ inline Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, c
   p.by = std::min(dim1_pow2, kMaxThreads / p.bx);
   p.bx = std::min(dim0_pow2, kMaxThreads / p.by);
 
-  int64_t step_input = p.bx;
-  int64_t step_output = 1;
+  int64_t step_input = p.bx, step_output = 1;
   const auto values_per_thread = [&] { return ceil_div(cols, step_input); };
   const int64_t warp_split_threshold = std::min<int64_t>(p.by * 16, 256);
   if (values_per_thread() >= warp_split_threshold) {
@@ -104,6 +91,5 @@ inline Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, c
   p.step = static_cast<int>(step_input);
   return p;
 }
-
 }  // namespace tail
 }  // namespace kb14

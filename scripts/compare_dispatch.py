@@ -10,7 +10,7 @@ kernel names compared without the template arguments the newer sources dropped
 (compare_builds.normalise). The launch kind: the older sources compiled it per build
 (KB14_PROGRAMMATIC_LAUNCH), the newer take it per call (pdl), so three pairings are compared:
 programmatic build / pdl=True on sm_90 GPUs, plain build / pdl=False on sm_90 GPUs, plain build /
-pdl=True on sm_80 GPUs.
+pdl=True on sm_80 GPUs (a base that takes pdl per call, such as main, gets the same pdl as the tree).
 
     python scripts/compare_dispatch.py [--base 39a345c]
 """
@@ -170,6 +170,12 @@ def build(kernels_dir: Path, out: Path, torch_version: int, defines: list[str], 
     return exe
 
 
+def takes_pdl(kernels_dir: Path) -> bool:
+    """Whether these sources take the launch kind per call (TailCall::pdl), not per build."""
+    return any("bool pdl" in (kernels_dir / n).read_text() for n in ("fused_reduce_launch.h", "tail_launch.h")
+               if (kernels_dir / n).exists())
+
+
 def records(exe: Path) -> list[str]:
     text = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     lines = text.splitlines()
@@ -203,6 +209,8 @@ def main() -> int:
         with ThreadPoolExecutor(2) as pool:
             for (what, old_defs, new_defs, major), version in itertools.product(pairings, (209, 213)):
                 tag = f"{version}_{len(jobs)}"
+                if takes_pdl(tmp / "base" / "kernels"):  # a base as new as the launch kind per call
+                    old_defs = new_defs
                 old = pool.submit(build, tmp / "base" / "kernels", tmp / f"old_{tag}", version, old_defs, major)
                 new = pool.submit(build, ROOT / "kernels", tmp / f"new_{tag}", version, new_defs, major)
                 jobs.append((what, version, old, new))

@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
     acc[2] = acc[2] + __fmul_rn(__uint_as_float(v.z), a.inv);
     acc[3] = acc[3] + __fmul_rn(__uint_as_float(v.w), a.inv);
   }
-  const float w = shuffle_tree(lean_leaf(acc), kWarp);
+  const float w = shuffle_tree(leaf_sum(acc), kWarp);
   if (lane == 0) warp_totals[warp] = w;
   __syncthreads();
   if (warp == 0) {
@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm)
   for (int k = 0; k < V; ++k) acc[k] = 0.0f;
 #pragma unroll
   for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
-  const float w = shuffle_tree(lean_leaf(acc), kWarp);
+  const float w = shuffle_tree(leaf_sum(acc), kWarp);
   if (lane == 0) warp_totals[warp] = w;
   __syncthreads();
   if (warp == 0) {
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanA
     const uint4* row = ring + s * kRowVectors;
 #pragma unroll
     for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, row[tid + u * kLeanBlock], a.inv, inv_pair);
-    const float w = shuffle_tree(lean_leaf(acc), kWarp);
+    const float w = shuffle_tree(leaf_sum(acc), kWarp);
     if (lane == 0) warp_totals[i & 1][warp] = w;
     __syncthreads();  // every thread has read stage s and posted its warp's total
     if (tid == 0) {
@@ -320,7 +320,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanA
 #pragma unroll
       for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[j][u], a.inv, inv_pair);
     }
-    leaf[j] = lean_leaf(acc);
+    leaf[j] = leaf_sum(acc);
   }
 #pragma unroll
   for (int j = 0; j < kRows; ++j) leaf[j] = shuffle_tree(leaf[j], kWarp);
