@@ -30,8 +30,10 @@ step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials
 # The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the
 # order over seven GPU sizes, the sanitizers, the plain launch behind the GEMM, the first output.
 tail_vs_base() {
-  rm -rf /tmp/base && mkdir -p /tmp/base && git archive 39a345c kernels scripts | tar -x -C /tmp/base || {
-    echo "39a345c is not in this copy's git history: bring its kernels/ and scripts/ as /tmp/base"; return 1; }
+  # TAIL_BASE: 39a345c's kernels/ and scripts/ already unpacked (a copy without git history)
+  if [ -n "${TAIL_BASE:-}" ]; then rm -rf /tmp/base && cp -r "$TAIL_BASE" /tmp/base; else
+    rm -rf /tmp/base && mkdir -p /tmp/base && git archive 39a345c kernels scripts | tar -x -C /tmp/base || {
+      echo "39a345c is not in this copy's git history: set TAIL_BASE to its kernels/ and scripts/"; return 1; }; fi
   python3 scripts/tail_variants.py --out "$out/tail_vs_base" --baseline /tmp/base --variants 6 &&
     python3 scripts/tail_variants.py --out "$out/tail_vs_base_interleaved" --baseline /tmp/base --variants 6 --interleaved 400
 }

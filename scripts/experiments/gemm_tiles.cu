@@ -358,6 +358,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 20: launch_kmajor<192, 64, 16, 12, 8, 3>(a, s); break;
     case 21: launch_kmajor<192, 64, 32, 12, 8, 3>(a, s); break;
     case 22: launch_kmajor<192, 64, 16, 12, 8, 4>(a, s); break;
+    // One row tile with fused zeroing at other accumulator shapes: more warps a scheduler.
+    // (BK 24 or 32 for 256 or 384 threads needs over 48 KB of static shared memory.)
+    case 24: launch_narrow_fused<192, 64, 16, 12, 4, 1>(a, s); break;  // 8 warps, 48 accumulators
+    case 26: launch_narrow_fused<192, 64, 12, 8, 8, 1>(a, s); break;   // 6 warps, 64 accumulators
     case 23: {  // the library's few-rows tile (one row tile, counts up to its height)
       GemmArgs b = a;
       b.max_count = FewRows::BM;
