@@ -100,8 +100,10 @@ cudaError_t launch_leaf(const Config& c, const Args<scalar_t>& g, cudaStream_t s
           if (c.leaf == Leaf::kBlockRowsDeep)
             return launch_lean_rows<scalar_t, kDeepBlockRowLoads, false, false, kLeanBlock, kDeepBlockRowBlocksPerSm>(
                 c, a, stream);
-          if (c.leaf == Leaf::kSplitLanes && c.loads == 8) return launch_split_lanes<8>(c, a, stream);
-          if (c.leaf == Leaf::kSplitLanes && c.loads == 16) return launch_split_lanes<16>(c, a, stream);
+          if constexpr (V * sizeof(scalar_t) == 16) {  // the 2.10+ group's vectors (dispatch's condition)
+            if (c.leaf == Leaf::kSplitLanes && c.loads == 8) return launch_split_lanes<8>(c, a, stream);
+            if (c.leaf == Leaf::kSplitLanes && c.loads == 16) return launch_split_lanes<16>(c, a, stream);
+          }
         }
         return cudaErrorInvalidValue;  // no such leaf for this type
     }

@@ -130,7 +130,7 @@ inline Config dispatch(const Call& c) {
     if (staged_rows(rows, cols, V)) return take(Leaf::kSplitLanesStaged, 1);
     if (rows > kDeepWarpRowMaxRows && four_vectors_a_lane) return take(Leaf::kWarpRowsWide, kWideWarpRowLoads);
     if (four_vectors_a_lane) return take(Leaf::kWarpRowsDeep, kDeepWarpRowLoads);
-  } else if (rows <= kDeepWarpRowMaxRows && four_vectors_a_lane) {
+  } else if (bytes * V == 16 && rows <= kDeepWarpRowMaxRows && four_vectors_a_lane) {  // 16-bit: four words a vector
     return take(Leaf::kSplitLanes, ceil_div(cols, 2 * kSplitLaneThreads) > 8 ? 16 : 8);
   }
   return take(Leaf::kWarpRows, kLeanWarpRowLoads);

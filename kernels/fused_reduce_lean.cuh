@@ -263,6 +263,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   constexpr int V = kInputVec<scalar_t>;
   constexpr int kAcc = kSplitLaneThreadAccumulators<scalar_t>;
   using Word = SplitLaneWord<scalar_t>;
+  static_assert(sizeof(scalar_t) == 4 || V * sizeof(scalar_t) == 16, "16-bit split lanes need 16-byte vectors");
   extern __shared__ __align__(128) uint4 split_lane_staged[];
   __shared__ float lane_leaves[kWarp];
   __shared__ uint64_t landed;

@@ -131,6 +131,9 @@ TABLE = [
     ("bf16", 1000, 4095, {}, "split_lanes", 16),
     ("bf16", 8192, 1024, {}, "warp_rows", 2),
     ("fp16", 4097, 511, {}, "warp_rows", 2),
+    # the 2.4-2.9 group's 16-bit vectors are 8 bytes: split lanes read four words a vector, so warp rows
+    ("bf16", 1024, 4096, {"torch_version": 209}, "warp_rows", 2),
+    ("fp16", 64, 512, {"torch_version": 209}, "warp_rows", 2),
     # the general kernels: fp64, rows the lean path cannot reproduce, plans of several blocks per row
     ("fp64", 1024, 8192, {}, "general", 4),
     ("fp32", 1024, 8192, {"pad": 3}, "general", 4),
