@@ -4,7 +4,7 @@
 // extension. On the H200 machine (torch 2.11.0+cu130, Ubuntu's g++ 13.3) that crashes
 // the process: the extension ends up with its own copy of libstdc++'s locale code,
 // whose number formatting reads facet ids that belong to the process's libstdc++
-// (scripts/probe_error_formatting.py shows it on that machine). Streaming strings never
+// (scripts/experiments/probe_error_formatting.py shows it on that machine). Streaming strings never
 // touches a facet, so every message of this library is concatenated here from strings
 // (numbers via std::to_string, which uses the C library) and handed to TORCH_CHECK as one
 // std::string.

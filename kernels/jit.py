@@ -129,7 +129,7 @@ def process_libstdcxx() -> str | None:
     libstdc++ is static-only (the H200 machine's /opt/gcc g++) otherwise copies
     libstdc++ into the extension, and that copy's number formatting reads locale
     facet ids owned by the process's libstdc++: any message that streams a number
-    crashes the process (scripts/probe_error_formatting.py shows it)."""
+    crashes the process (scripts/experiments/probe_error_formatting.py shows it)."""
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/maps").read_text().splitlines():
             path = line.split()[-1] if line.split() else ""

@@ -1,4 +1,4 @@
-// Bulk-copy helpers of the experiments (tail_variants.cu, matvec_variants.cu) that the library's
+// Bulk-copy helpers of the experiments (tail_variants.cu, experiments/matvec_variants.cu) that the library's
 // kernels do not use; the rest are kernels/device_math.cuh's.
 #pragma once
 

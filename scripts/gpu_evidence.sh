@@ -39,8 +39,8 @@ tail_vs_base() {
 }
 step tail_vs_base tail_vs_base
 step vs_inductor python3 scripts/vs_inductor.py --out "$out/vs_inductor"
-step after_producer bash -c "python3 scripts/microbench/after_producer.py $out/after_producer --producer-k 1024 && \
-  python3 scripts/microbench/after_producer.py $out/after_producer_8192 --producer-k 8192"
+step after_producer bash -c "python3 scripts/experiments/after_producer.py $out/after_producer --producer-k 1024 && \
+  python3 scripts/experiments/after_producer.py $out/after_producer_8192 --producer-k 8192"
 step order_evidence python3 scripts/order_evidence.py --out "$out/order"
 step sanitize bash -c "for t in memcheck racecheck synccheck initcheck; do \
   compute-sanitizer --tool \$t --error-exitcode 1 python3 scripts/sanitize_cuda.py || exit 1; done"

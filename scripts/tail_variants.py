@@ -5,10 +5,12 @@ no torch headers) with nvcc, then for each shape and dtype checks every variant'
 against the eager tail and times it three ways (bench.py's methods): KernelBench's
 (write flush, events, one call), a read flush, and CUDA-graph replay over rotating
 L2-cold copies. `--ncu` instead runs each once inside cudaProfilerStart/Stop, for Nsight
-Compute. Exploratory (its findings are in results/kernel_notes.md); the evidence for the
-library is scripts/vs_inductor.py.
+Compute. Its variants are exploratory (findings in results/kernel_notes.md); it stays beside
+the evidence as the torch-free build of the library's launcher (build, variant_fn: order_evidence.py,
+vs_inductor.py and experiments/ use them) and for gpu_evidence.sh's comparison with 39a345c.
+Variants are named (VARIANTS: their index in tail_variants.cu's switch -> name).
 
-    python scripts/tail_variants.py --out DIR
+    python scripts/tail_variants.py --out DIR [--variants library general ...]
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ CASES += [((1200, 5000), "float32"), ((1280, 8000), "float32"), ((1100, 2500), "
 
 
 def build_shared_library(source: str, out_dir: Path, *extra_flags: str, root: Path = REPO) -> ctypes.CDLL:
-    """nvcc `root/scripts/<source>.cu` (source may name a subfolder: `microbench/x`) with root/kernels on the
+    """nvcc `root/scripts/<source>.cu` (source may name a subfolder: `experiments/x`) with root/kernels on the
     include path into `out_dir/<source>.so` for this GPU (ptxas's report in `<source>_ptxas.txt`) and load it."""
     major, minor = torch.cuda.get_device_capability()
     so = out_dir / f"{source}.so"

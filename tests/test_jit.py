@@ -235,8 +235,9 @@ def test_library_links_the_process_libstdcxx_and_carries_no_copy_of_it(built_all
 
 
 def test_error_formatting_reproducer_raises_when_linked_like_the_library():
-    # scripts/probe_error_formatting.py: a one-op extension per way of failing, each
+    # scripts/experiments/probe_error_formatting.py: a one-op extension per way of failing, each
     # called in its own process. Linked as the library links, none may crash.
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "probe_error_formatting.py"), "--library-link",
-                           "--check"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    probe = ROOT / "scripts" / "experiments" / "probe_error_formatting.py"
+    proc = subprocess.run([sys.executable, str(probe), "--library-link", "--check"], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -2,7 +2,7 @@
 against kept in L2 by an evict_last policy; with no flush both are L2 hits (the control).
 Medians of 200 writes-flush-read sequences.
 
-    python scripts/microbench/l2_kept_word.py [OUT.json]
+    python scripts/experiments/l2_kept_word.py [OUT.json]
 """
 import ctypes
 import json

@@ -10,7 +10,7 @@ all blocks'. Then the test of the warming gate without a record (its second warp
 sets a shared flag; thread 0 watches for it at most 800 cycles) alone, in three forms, after
 the same four: how many of those blocks gave up, and the cycles watched.
 
-    python scripts/microbench/pdl_wait_probe.py OUTDIR
+    python scripts/experiments/pdl_wait_probe.py OUTDIR
 """
 import ctypes
 import json
@@ -35,7 +35,7 @@ def quartiles(values: list) -> list:
 
 def main() -> int:
     out_dir = Path(sys.argv[1])
-    lib = build_shared_library("microbench/pdl_wait_probe", out_dir)
+    lib = build_shared_library("experiments/pdl_wait_probe", out_dir)
     lib.kb14x_wait_probe.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
     lib.kb14x_gate_probe.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p]
     dev = torch.device("cuda")

@@ -1,9 +1,9 @@
 // The column-sum path's aligned matrix-vector product (kernels/colsum.cu,
 // colsum_matvec_aligned_kernel) in several shapes and with probes that drop part of
-// its work, behind a C ABI, so that scripts/matvec_variants.py can time them against
+// its work, behind a C ABI, so that scripts/experiments/matvec_variants.py can time them against
 // the library, torch.mv and Inductor in one process. fp32 x, fp64 column sums.
-//   nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Ikernels -o matvec_variants.so scripts/matvec_variants.cu
-#include "bulk_copy.cuh"
+//   nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Ikernels -o matvec_variants.so scripts/experiments/matvec_variants.cu
+#include "../bulk_copy.cuh"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Standalone probe (no torch headers): is a 64-bit word stored and read under an L2
 // evict_last policy still in L2 after a 256 MB flush? Cycles of one read of the word,
 // plain (volatile) or kept (relaxed.gpu with an evict_last cache hint: the accesses
-// tail_variants run64 tried for the tail's warming record), timed by scripts/microbench/l2_kept_word.py.
+// tail_variants run64 tried for the tail's warming record), timed by scripts/experiments/l2_kept_word.py.
 #include <cstdint>
 #include <cuda_runtime.h>
 

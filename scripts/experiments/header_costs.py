@@ -5,7 +5,7 @@
   compiles it (host units with -O3; nvcc units for sm_90, skipped without nvcc; the host
   units of CUDA modules through nvcc, which finds the CUDA headers).
 
-    python scripts/header_costs.py --out header_costs_cpu.json
+    python scripts/experiments/header_costs.py --out header_costs_cpu.json
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 HEADERS = ["c10/util/Exception.h", "c10/util/Half.h", "c10/util/BFloat16.h", "c10/core/ScalarType.h",

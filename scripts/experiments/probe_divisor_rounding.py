@@ -14,7 +14,7 @@ once to y's dtype, for four candidate reciprocals:
 and a true division by f32(d) (CPU kernels divide). Double tensors: 1 / d in double,
 or a true division by d. Prints one line per case and writes JSON.
 
-    python scripts/probe_divisor_rounding.py [--device cuda] [--out FILE]
+    python scripts/experiments/probe_divisor_rounding.py [--device cuda] [--out FILE]
 """
 
 from __future__ import annotations

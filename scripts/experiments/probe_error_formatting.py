@@ -5,7 +5,7 @@ integer, a string literal, a dtype, a pre-formatted std::string, a plain ostring
 without any throw, ...) and calls each in a fresh subprocess, so that a crash is
 counted, not fatal. A SIGSEGV handler in the extension prints the C++ backtrace.
 
-    python scripts/probe_error_formatting.py [--json out.json] [--library-link] [--check]
+    python scripts/experiments/probe_error_formatting.py [--json out.json] [--library-link] [--check]
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def build(build_dir: Path, library_link: bool) -> Path:
         options["no_implicit_headers"] = True
     ldflags = ["-rdynamic"]
     if library_link:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
         from kernels.jit import link_flags
         ldflags += link_flags()
     cpp_extension.load_inline(name="kb14probe", cpp_sources=[SOURCE], build_directory=str(build_dir),

@@ -1,6 +1,6 @@
 """The library's tail and Inductor's in torch's CUDA graph, at the rotations the microbenchmarks use.
 
-    PYTHONPATH=. python scripts/microbench/torch_graph.py ROWS COLS   # fp32, needs a GPU
+    PYTHONPATH=. python scripts/experiments/torch_graph.py ROWS COLS   # fp32, needs a GPU
 
 `kernels.div_sum_scale` as users call it, timed by `harness.timing.graph_time` (the rotating
 method of bench.py and tail_variants) with 20 calls over 9 copies, 64 over 13 and 64 over 26:

@@ -13,7 +13,7 @@ x_i (rows x K) with W (cols x K).T into y_i: a short GEMM whose output, like the
 just written through L2. The same tails are then replayed back to back with no producer (tail
 after tail over the same buffers). Prints a table; writes after_producer.json into OUTDIR.
 
-    python scripts/microbench/after_producer.py OUTDIR [--rounds N] [--variants 81]
+    python scripts/experiments/after_producer.py OUTDIR [--rounds N] [--variants 81]
 """
 import argparse
 import json

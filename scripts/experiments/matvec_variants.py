@@ -1,7 +1,7 @@
 """The column-sum path's matrix-vector product against its variants, the tail, torch.mv
 and Inductor's compiled `x @ colsum`, in one process (KernelBench size, fp32).
 
-Builds scripts/matvec_variants.cu with nvcc, checks each exact variant's bits against the
+Builds scripts/experiments/matvec_variants.cu with nvcc, checks each exact variant's bits against the
 library's `kb14::colsum_matvec` (variants that add in another order are expected to
 differ in the last bits; their largest relative error against an fp64 matvec is
 printed), and times everything with tail_variants' four methods. Probes (no column-sum
@@ -9,7 +9,7 @@ reads; fp32 arithmetic) are not products the library could return: they show wha
 each part of the work costs. `--ncu` runs each once for Nsight Compute instead.
 Exploratory (findings in results/kernel_notes.md).
 
-    python scripts/matvec_variants.py --out DIR [--ncu | --interleaved ROUNDS]
+    python scripts/experiments/matvec_variants.py --out DIR [--ncu | --interleaved ROUNDS]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 from harness import timing  # noqa: E402
 import kernels  # noqa: E402
@@ -52,7 +52,7 @@ SCALE = 0.75
 
 
 def build(out_dir: Path) -> ctypes.CDLL:
-    lib = build_shared_library("matvec_variants", out_dir)
+    lib = build_shared_library("experiments/matvec_variants", out_dir)
     lib.kb14x_matvec.restype = ctypes.c_int
     lib.kb14x_matvec.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double, ctypes.c_int,
