@@ -34,8 +34,8 @@ tail_vs_base() {
   if [ -n "${TAIL_BASE:-}" ]; then rm -rf /tmp/base && cp -r "$TAIL_BASE" /tmp/base; else
     rm -rf /tmp/base && mkdir -p /tmp/base && git archive 39a345c kernels scripts | tar -x -C /tmp/base || {
       echo "39a345c is not in this copy's git history: set TAIL_BASE to its kernels/ and scripts/"; return 1; }; fi
-  python3 scripts/tail_variants.py --out "$out/tail_vs_base" --baseline /tmp/base --variants 6 &&
-    python3 scripts/tail_variants.py --out "$out/tail_vs_base_interleaved" --baseline /tmp/base --variants 6 --interleaved 400
+  python3 scripts/tail_variants.py --out "$out/tail_vs_base" --baseline /tmp/base --variants library &&
+    python3 scripts/tail_variants.py --out "$out/tail_vs_base_interleaved" --baseline /tmp/base --variants library --interleaved 400
 }
 step tail_vs_base tail_vs_base
 step vs_inductor python3 scripts/vs_inductor.py --out "$out/vs_inductor"

@@ -8,7 +8,7 @@ L2-cold copies. `--ncu` instead runs each once inside cudaProfilerStart/Stop, fo
 Compute. Its variants are exploratory (findings in results/kernel_notes.md); it stays beside
 the evidence as the torch-free build of the library's launcher (build, variant_fn: order_evidence.py,
 vs_inductor.py and experiments/ use them) and for gpu_evidence.sh's comparison with 39a345c.
-Variants are named (VARIANTS: their index in tail_variants.cu's switch -> name).
+Variants are named (VARIANTS: their index in tail_variants.cu's switch -> the name `--variants` takes).
 
     python scripts/tail_variants.py --out DIR [--variants library general ...]
 """
@@ -48,7 +48,8 @@ VARIANTS = {0: "general", 6: "library", 9: "empty_kernel", 10: "unordered_read",
             81: "library_unwarmed", 82: "two_rows_b4", 83: "two_rows_b3", 84: "four_rows_b2",
             85: "staged_split_lanes", 86: "split_lanes16_u8", 87: "split_lanes16_u16", 92: "library_deep16",
             93: "library_staged_1024"}
-GRID_SIZED = (10, 13)  # variants whose grid --grid-caps sets
+INDEX = {name: v for v, name in VARIANTS.items()}  # name -> the index kb14x_tail takes
+GRID_SIZED = ("unordered_read", "unordered_read_ef")  # variants whose grid --grid-caps sets
 NOT_A_TAIL = ("empty_kernel", "unordered_read", "unordered_read_ef")
 DTYPES = {"float32": (torch.float32, 0), "float16": (torch.float16, 1), "bfloat16": (torch.bfloat16, 2)}
 CASES = [((1024, 8192), "float32"), ((128, 8192), "float32"), ((4096, 8192), "float32"),
@@ -139,8 +140,10 @@ def build(out_dir: Path, torch_version: int, *extra_flags: str, root: Path = REP
     return lib
 
 
-def variant_fn(lib, variant: int, dtype_code: int, props, partials, grid_cap: int = 0):
+def variant_fn(lib, name: str, dtype_code: int, props, partials, grid_cap: int = 0):
+    """The variant called `name` (VARIANTS) of a build's kb14x_tail as a function of y."""
     sms, tpm, major = props
+    variant = INDEX[name]
 
     def fn(y: torch.Tensor) -> torch.Tensor:
         out = torch.empty((y.shape[0], 1), dtype=y.dtype, device=y.device)
@@ -148,7 +151,7 @@ def variant_fn(lib, variant: int, dtype_code: int, props, partials, grid_cap: in
                              out.data_ptr(), out.stride(0), 2.0, 1.5, sms, tpm, major, grid_cap,
                              partials.data_ptr(), torch.cuda.current_stream().cuda_stream)
         if err:
-            raise RuntimeError(f"variant {VARIANTS[variant]}: error {err}")
+            raise RuntimeError(f"variant {name}: error {err}")
         return out
 
     return fn
@@ -285,7 +288,8 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/tail_variants")
     parser.add_argument("--ncu", action="store_true")
     parser.add_argument("--cases", type=int, nargs="*", help="indices into CASES (default: all)")
-    parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
+    parser.add_argument("--variants", nargs="*", choices=list(INDEX), metavar="NAME",
+                        help="the variants to time, by name, in VARIANTS' order (default: all): " + ", ".join(INDEX))
     parser.add_argument("--grid-caps", type=int, nargs="*", default=[0],
                         help="grid sizes for the unordered reads (0: one round of 4 loads per thread)")
     parser.add_argument("--interleaved", type=int, metavar="ROUNDS",
@@ -305,7 +309,7 @@ def main() -> int:
                              "which leaves the GPU idle between the interleaved calls)")
     parser.add_argument("--library-op", action="store_true",
                         help="also time the library as users call it (kernels.div_sum_scale: the JIT-built torch "
-                             "op) beside variant 6, its kernels built by this script")
+                             "op) beside the `library` variant, its kernels built by this script")
     parser.add_argument("--offsets-mib", type=int, nargs="*", metavar="MIB",
                         help="with --interleaved: every function once per offset, on its own allocation "
                              "holding the same values that many MiB in, all in the same rounds; prints "
@@ -348,7 +352,7 @@ def main() -> int:
     torch._dynamo.config.cache_size_limit = 64
     inductor = torch.compile(eager_tail, dynamic=False)
     cases = [CASES[i] for i in args.cases] if args.cases else (CASES[:1] if args.ncu else CASES)
-    variants = {v: n for v, n in VARIANTS.items() if not args.variants or v in args.variants}
+    variants = [name for name in INDEX if not args.variants or name in args.variants]
     rows_out = []
     if not args.ncu:
         ceiling = read_ceiling_gbps(dev, backend)
@@ -369,13 +373,13 @@ def main() -> int:
         fns = {"eager": eager_tail, "torch.sum": row_sum}
         if not args.no_inductor:
             fns["inductor"] = inductor
-        for v, name in variants.items():
-            for cap in (args.grid_caps if v in GRID_SIZED else [0]):
-                fns[f"{name}@{cap}" if cap else name] = variant_fn(lib, v, code, props, partials, cap)
-        if baseline is not None:
-            fns["baseline library"] = variant_fn(baseline, 6, code, props, partials)
+        for name in variants:
+            for cap in (args.grid_caps if name in GRID_SIZED else [0]):
+                fns[f"{name}@{cap}" if cap else name] = variant_fn(lib, name, code, props, partials, cap)
+        if baseline is not None:  # 39a345c's switch has the library at the same index
+            fns["baseline library"] = variant_fn(baseline, "library", code, props, partials)
         for label, flagged_lib in flagged.items():
-            fns[f"library {label}"] = variant_fn(flagged_lib, 6, code, props, partials)
+            fns[f"library {label}"] = variant_fn(flagged_lib, "library", code, props, partials)
         if args.library_op:
             fns["library op"] = lambda t: kernels.div_sum_scale(t, 2, 1.5)  # built on its first call
         if placements:

@@ -213,8 +213,8 @@ def colsum_forward_rows(backend, l2) -> list[dict]:
 # The readers of a point's bytes that a floor claim must beat, taken in turn after a read
 # flush in one process: ours and the same plan unwarmed, Inductor's tail (also
 # tuned: INDUCTOR_TUNED), ATen's row sum, cuBLAS's product with a vector of ones, a read of
-# the bytes in any order and an empty kernel on the rows' grid (tail_variants' variants 81,
-# 10 and 9).
+# the bytes in any order and an empty kernel on the rows' grid (tail_variants' variants
+# library_unwarmed, unordered_read and empty_kernel).
 PEER_POINTS = (((1024, 8192), "float32"), ((1000, 8191), "float32"), ((1024, 65536), "bfloat16"),
                ((1024, 65536), "float16"))
 PEER_ROUNDS = 400  # per point, over PASSES passes
@@ -227,18 +227,18 @@ def gemv_with_ones(cols: int, dtype, device):
     return lambda y: torch.mv(y, ones)
 
 
-PEER_VARIANTS = {"ours_unwarmed": 81, "unordered_read": 10, "empty": 9}
+PEER_VARIANTS = {"ours_unwarmed": "library_unwarmed", "unordered_read": "unordered_read", "empty": "empty_kernel"}
 
 
 def variant_readers(y: torch.Tensor, variants: dict = PEER_VARIANTS) -> dict:
-    """tail_variants' variants ({name: number}; by default its unwarmed library plan, order-free
+    """tail_variants' variants ({label: variant name}; by default its unwarmed library plan, order-free
     read and empty kernel) as functions of a tensor of y's dtype."""
     lib = tail_variants.build(TAIL_VARIANTS_DIR, torch_order())
     prop = torch.cuda.get_device_properties(y.device)
     props = (prop.multi_processor_count, prop.max_threads_per_multi_processor, prop.major)
     partials = torch.empty(1 << 20, device=y.device)
     code = tail_variants.DTYPES[str(y.dtype).removeprefix("torch.")][1]
-    return {name: tail_variants.variant_fn(lib, v, code, props, partials) for name, v in variants.items()}
+    return {label: tail_variants.variant_fn(lib, name, code, props, partials) for label, name in variants.items()}
 
 
 def peers_part(backend, ceiling_gbps: float) -> list[dict]:

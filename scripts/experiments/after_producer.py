@@ -6,14 +6,15 @@ warmed tail launch, so behind a GEMM it never warms and only its record read rem
 for each fp32 shape, CUDA graphs of CALLS pairs [producer writes y_i; tail(y_i)] over rotating
 buffers are replayed in turn (timing.round_order), one graph per tail: ours (the op's default,
 pdl=True), ours launched plainly (pdl=False, as ModelNew launches it), tail_variants' variants
-named by --variants (81: the library's plan without the gate), Inductor's compiled tail, the
-eager tail, and the producer alone. A tail's cost behind its producer is its graph's time per
-pair minus the producer-alone graph's in the same round. The producer is cuBLAS's product of
-x_i (rows x K) with W (cols x K).T into y_i: a short GEMM whose output, like the model's, was
-just written through L2. The same tails are then replayed back to back with no producer (tail
-after tail over the same buffers). Prints a table; writes after_producer.json into OUTDIR.
+named by --variants (library_unwarmed: the library's plan without the gate), Inductor's
+compiled tail, the eager tail, and the producer alone. A tail's cost behind its producer is
+its graph's time per pair minus the producer-alone graph's in the same round. The producer is
+cuBLAS's product of x_i (rows x K) with W (cols x K).T into y_i: a short GEMM whose output,
+like the model's, was just written through L2. The same tails are then replayed back to back
+with no producer (tail after tail over the same buffers). Prints a table; writes
+after_producer.json into OUTDIR.
 
-    python scripts/experiments/after_producer.py OUTDIR [--rounds N] [--variants 81]
+    python scripts/experiments/after_producer.py OUTDIR [--rounds N] [--variants library_unwarmed ...]
 """
 import argparse
 import json
@@ -64,7 +65,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--variants", type=int, nargs="*", default=[81])
+    parser.add_argument("--variants", nargs="*", default=["library_unwarmed"], choices=list(tail_variants.INDEX),
+                        metavar="NAME", help="tail_variants' variants, by name")
     parser.add_argument("--producer-k", type=int, default=128, help="the producer GEMM's inner size (8192: the model's)")
     parser.add_argument("--shapes", nargs="*", default=[f"{r}x{c}" for r, c in SHAPES])
     args = parser.parse_args()
@@ -79,7 +81,7 @@ def main() -> int:
         ys = [torch.empty(rows, cols, device=dev) for _ in range(n)]
         xs = [torch.randn(rows, args.producer_k, device=dev) for _ in range(n)]
         w_t = torch.randn(cols, args.producer_k, device=dev).t()
-        tails = {"ours": ours, "ours pdl=False": ours_plain, **variant_readers(ys[0], {tail_variants.VARIANTS[v]: v for v in args.variants}),
+        tails = {"ours": ours, "ours pdl=False": ours_plain, **variant_readers(ys[0], {name: name for name in args.variants}),
                  "inductor": compiled_tail(), "eager": eager_tail}
         for i in range(n):
             torch.mm(xs[i], w_t, out=ys[i])

@@ -30,24 +30,29 @@ from kernels.colsum_ops import colsum_matvec  # noqa: E402
 from tail_variants import (build_shared_library, in_turn_summary, read_ceiling_gbps, single_calls_in_turn,  # noqa: E402
                            time_methods)
 
-VARIANTS = {0: "256x8 U2 (library's)", 1: "512x4 U4", 2: "256x8 U4", 3: "512x4 U2", 4: "128x16 U2",
-            5: "256x4 U4", 6: "1024x2 U2", 7: "512x4 R2 U1", 8: "256x8 R2 U1", 9: "512x2 R4 U1", 13: "512x2 R2 U2",
-            14: "256x4 R4 U1", 15: "1024x1 R4 U1", 10: "probe: no colsum", 11: "probe: fp32 256x8", 12: "probe: fp32 512x4",
-            20: "resident 512x2 U4, 1 row ahead", 21: "resident 1024x1 U2, 2 rows ahead",
-            22: "resident 512x2 U4, a block per row", 23: "resident 1024x1 U2, 1 row ahead",
-            24: "resident 512x1 U4, 2 rows ahead", 25: "shared sums 512x3 U4, 1 row ahead",
-            26: "shared sums 512x2 U4, 2 rows ahead", 27: "shared sums 1024x2 U2, 1 row ahead",
-            30: "ring of rows 512x1 U4, bulk copies", 31: "ring of rows 512x2 U4, bulk copies",
-            40: "staged 512x2 U4, 3 rows by cp.async", 41: "staged 512x2 U4, 2 rows by cp.async",
-            42: "staged 512x1 U4, 6 rows by cp.async", 43: "staged 512x2 U4, 3 rows, warmed (no gate)",
-            45: "resident 512x2 U4, warmed (no gate)", 46: "resident 512x2 U4, warmed behind a warmed launch",
-            47: "resident 512x2 U4, every block warmed (no gate)",
-            50: "a block per row 512x4 U4, sums from L1", 51: "a block per row 512x3 U4, sums from L1",
-            52: "a block per row 512x4 U4, sums from L1, warmed (no gate)",
-            53: "a block per row 512x4 U4, x past L1", 54: "a block per row 512x4 U4, x past L1, sums prefetched",
-            55: "a block per row 512x3 U4, x past L1, sums prefetched",
-            56: "resident 512x1 U4, 4 rows ahead", 57: "resident 512x1 U4, 4 rows ahead, warmed (no gate)"}
-PROBES = (10, 11, 12)
+# The index of each variant in matvec_variants.cu's switch -> its name, which --variants takes:
+# threads x blocks an SM, R rows a block, U the unroll (the .cu's template arguments); aheadN: N rows
+# read ahead; warmed: L2 warmed, no gate (behind_warmed: warmed only behind a warmed launch).
+VARIANTS = {0: "library_256x8_u2", 1: "512x4_u4", 2: "256x8_u4", 3: "512x4_u2", 4: "128x16_u2",
+            5: "256x4_u4", 6: "1024x2_u2", 7: "512x4_r2_u1", 8: "256x8_r2_u1", 9: "512x2_r4_u1", 13: "512x2_r2_u2",
+            14: "256x4_r4_u1", 15: "1024x1_r4_u1", 10: "probe_no_colsum", 11: "probe_fp32_256x8",
+            12: "probe_fp32_512x4",
+            20: "resident_512x2_u4_ahead1", 21: "resident_1024x1_u2_ahead2",
+            22: "resident_512x2_u4_block_per_row", 23: "resident_1024x1_u2_ahead1",
+            24: "resident_512x1_u4_ahead2", 25: "shared_sums_512x3_u4_ahead1",
+            26: "shared_sums_512x2_u4_ahead2", 27: "shared_sums_1024x2_u2_ahead1",
+            30: "ring_512x1_u4_bulk_copies", 31: "ring_512x2_u4_bulk_copies",
+            40: "staged_512x2_u4_3rows_cp_async", 41: "staged_512x2_u4_2rows_cp_async",
+            42: "staged_512x1_u4_6rows_cp_async", 43: "staged_512x2_u4_3rows_warmed",
+            45: "resident_512x2_u4_warmed", 46: "resident_512x2_u4_behind_warmed",
+            47: "resident_512x2_u4_every_block_warmed",
+            50: "block_per_row_512x4_u4_sums_l1", 51: "block_per_row_512x3_u4_sums_l1",
+            52: "block_per_row_512x4_u4_sums_l1_warmed",
+            53: "block_per_row_512x4_u4_x_past_l1", 54: "block_per_row_512x4_u4_x_past_l1_sums_prefetched",
+            55: "block_per_row_512x3_u4_x_past_l1_sums_prefetched",
+            56: "resident_512x1_u4_ahead4", 57: "resident_512x1_u4_ahead4_warmed"}
+INDEX = {name: v for v, name in VARIANTS.items()}
+PROBES = ("probe_no_colsum", "probe_fp32_256x8", "probe_fp32_512x4")  # no column-sum reads or fp32 only
 SCALE = 0.75
 
 
@@ -60,14 +65,16 @@ def build(out_dir: Path) -> ctypes.CDLL:
     return lib
 
 
-def variant_fn(lib, variant: int, c: torch.Tensor, c32: torch.Tensor, programmatic: bool):
+def variant_fn(lib, name: str, c: torch.Tensor, c32: torch.Tensor, programmatic: bool):
+    variant = INDEX[name]
+
     def fn(x: torch.Tensor) -> torch.Tensor:
         out = torch.empty((x.shape[0], 1), dtype=x.dtype, device=x.device)
         err = lib.kb14x_matvec(variant, x.data_ptr(), x.shape[0], x.stride(0), x.shape[1] // 4, c.data_ptr(),
                                c32.data_ptr(), out.data_ptr(), SCALE, int(programmatic),
                                torch.cuda.current_stream().cuda_stream)
         if err:
-            raise RuntimeError(f"variant {VARIANTS[variant]}: error {err}")
+            raise RuntimeError(f"variant {name}: error {err}")
         return out
 
     return fn
@@ -78,7 +85,8 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/matvec_variants")
     parser.add_argument("--ncu", action="store_true")
     parser.add_argument("--rows", type=int, nargs="*", default=[1024, 4096])
-    parser.add_argument("--variants", type=int, nargs="*", help="variant numbers (default: all)")
+    parser.add_argument("--variants", nargs="*", choices=list(INDEX), metavar="NAME",
+                        help="the variants to time, by name, in VARIANTS' order (default: all): " + ", ".join(INDEX))
     parser.add_argument("--interleaved", type=int, metavar="ROUNDS",
                         help="single calls only, the functions taken in turn (as tail_variants.py's option), "
                              "without Inductor and torch.mv; differences paired against the library")
@@ -105,16 +113,16 @@ def main() -> int:
         fns = {"library kb14::colsum_matvec": lambda t: colsum_matvec(t, c, SCALE),
                "tail (same bytes)": lambda t: kernels.div_sum_scale(t, 2, 1.5),
                "torch.mv": lambda t: torch.mv(t, c32), "inductor x @ colsum": compiled}
-        fns.update({f"v{v} {name}": variant_fn(lib, v, c, c32, programmatic) for v, name in VARIANTS.items()
-                    if not args.variants or v in args.variants})
+        fns.update({name: variant_fn(lib, name, c, c32, programmatic) for name in INDEX
+                    if not args.variants or name in args.variants})
         exact = (x.double() @ c * SCALE).unsqueeze(1)
         library = fns["library kb14::colsum_matvec"](x)
         notes = {}
         for name, fn in fns.items():
             got = fn(x)
             got = fn(x)
-            if name.startswith("tail") or any(name.startswith(f"v{p} ") for p in PROBES):
-                notes[name] = "probe" if name.startswith("v") else "not a matvec"
+            if name.startswith("tail") or name in PROBES:
+                notes[name] = "probe" if name in PROBES else "not a matvec"
                 continue
             rel = ((got.double() - exact).abs() / exact.abs().clamp_min(1e-30)).max().item()
             notes[name] = f"bits==library {torch.equal(got, library)}, max rel err {rel:.1e}"
