@@ -491,7 +491,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
     return -1;
   }
   if (variant == 86 || variant == 87) {  // split_lane_rows_kernel on 16-bit warp-per-row plans, 8 or 16 loads
-    if constexpr (sizeof(T) == 2) {
+    if constexpr (sizeof(T) == 2 && V * sizeof(T) == 16) {  // 16-byte vectors only, as the library (84225c2)
       const LeanArgs<T> la = lean_args(a);
       if (p.split_y) return -1;
       return variant == 86 ? launch_split_lanes<8>(lean_config(la), la, stream)
