@@ -251,15 +251,15 @@ __device__ __forceinline__ float4 load4(const float* p, int64_t k, int64_t K, bo
   }
 }
 
-// Zeros for the rows not gathered, BN columns from h0, kRows slots a pass (a 4-column store a
+// Zeros for the rows not gathered, BN columns from h0, kRows slots a round (a 4-column store a
 // thread). The one-row-tile launch spreads its passes over the k loop, behind the FMAs.
 template <int BN, int T>
 struct ZeroPass {
   static constexpr int kVecs = BN / 4, kRows = T / kVecs;
-  static_assert(T % kVecs == 0, "whole rows a pass");
+  static_assert(T % kVecs == 0, "whole rows a round");
   __device__ static int64_t passes(int64_t m, int64_t count) { return (m - count + kRows - 1) / kRows; }
-  __device__ static void store(const GemmArgs& a, int64_t count, int64_t h0, int64_t pass, int tid) {
-    const int64_t slot = count + pass * kRows + tid / kVecs, h = h0 + (tid % kVecs) * 4;
+  __device__ static void store(const GemmArgs& a, int64_t count, int64_t h0, int64_t step, int tid) {
+    const int64_t slot = count + step * kRows + tid / kVecs, h = h0 + (tid % kVecs) * 4;
     if (slot >= a.M || h >= a.N) return;
     const int64_t r = a.rows[slot];
     if (r < 0 || r >= a.M) return;
