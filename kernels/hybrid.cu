@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(kCompactThreads)
 // (slots rows[by*BM ...]) and BN columns of W, k in slabs of BK through two shared
 // buffers (the next slab's global loads in flight during this slab's FMAs). Each
 // thread holds TM x TN accumulators, as TM/4 row groups and TN/4 column groups of 4,
-// a quarter (TM = 16) or half (TM = 8) tile apart: 16-byte shared loads, no bank
+// spread evenly over the tile (BM / (TM / 4) rows apart): 16-byte shared loads, no bank
 // conflicts. Every accumulator is one chain acc = fma(x[r,k], w[h,k], acc) over
 // k = 0, 1, ..., K-1 from acc = 0: cuBLAS's order at the calibrated shapes.
 // Three tiles are launched, each running only when the row count (on the device) is in
@@ -514,8 +514,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 
 // The library's three tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
 // measured them against the others (results/kernel_notes.md, "The hybrid"). Few rows: one
-// 192 x 64 row tile, a block an SM for 8192 columns; then 128 x 128 tiles, 2 an SM past 3/8.
-using FewRows = TileConfig<192, 64, 16, 12, 8, 1, true>;
+// 192 x 64 row tile, 8 warps of 12 x 4, a block an SM for 8192 columns (0.735 ms at 179 rows
+// against 0.783 for 128 x 128); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
+using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
 constexpr double kManyFrom = 0.375;  // share of the rows above which the many-rows tile runs

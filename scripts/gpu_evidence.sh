@@ -19,7 +19,7 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
   echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
-step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x8 library-128x128x16-8x8 \
+step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 library-128x128x16-8x8 \
   narrow-192x64x16-12x8 narrow-192x64x8-12x8 narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-3stage \
   kmajor-192x64x32-12x8-3stage kmajor-192x64x16-12x8-4stage narrow-96x64x16-12x8-2sm --counts 0 1 96 179 192 218 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"

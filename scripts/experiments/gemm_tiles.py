@@ -24,7 +24,7 @@ import experiment  # noqa: E402
 # name -> the index of rows_gemm_variant's switch in gemm_tiles.cu. BMxBNxBK tile, TMxTN
 # accumulators a thread, blocks an SM where the register cap allows more than one.
 VARIANTS = {
-    "library-192x64x16-12x8": 23,  # one row tile, 1/SM: the library's tile up to 192 rows
+    "library-192x64x16-12x4": 23,  # one row tile, 8 warps: the library's tile up to 192 rows
     "library-128x128x16-8x8": 0,  # 1/SM: the library's tile from 193 rows to 3/8 of the batch
     "library-128x128x8-8x8-2sm": 5,  # 2/SM: the library's tile past 3/8
     "narrow-128x128x16-8x8": 6, "narrow-192x64x16-12x4": 7, "narrow-192x64x16-12x4-2sm": 8,
