@@ -25,7 +25,13 @@ step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
-step gpu_suite python3 -m pytest -q -rs tests  # every GPU test runs here: 0 skipped expected
+step gpu_suite python3 -m pytest -q -rs --durations=30 tests  # every GPU test runs here: 0 skipped expected
+# The same suite in three parts, for calls shorter than the whole (it ran past 447 s at 98ad8a4).
+MODEL_TESTS="tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"
+step gpu_suite_tail python3 -m pytest -q -rs --durations=15 tests/test_gpu.py
+step gpu_suite_models python3 -m pytest -q -rs --durations=15 $MODEL_TESTS
+step gpu_suite_rest python3 -m pytest -q -rs --durations=30 tests --ignore=tests/test_gpu.py \
+  $(for t in $MODEL_TESTS; do echo --ignore=$t; done)
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 # The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the
 # order over seven GPU sizes, the sanitizers, the plain launch behind the GEMM, the first output.
