@@ -23,6 +23,12 @@ step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192
   narrow-192x64x16-12x8 narrow-192x64x8-12x8 narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-3stage \
   kmajor-192x64x32-12x8-3stage kmajor-192x64x16-12x8-4stage narrow-96x64x16-12x8-2sm --counts 0 1 96 179 192 218 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
+# Why the one-row tiles reach 51-54% of the FFMA peak: Nsight Compute's warp stalls and issue rate
+# for the library's 12x4 tile and the 12x8 one at 179 rows (one launch each after warm-up).
+step gemm_tiles_ncu bash -c 'for v in library-192x64x16-12x4 narrow-192x64x16-12x8-fused-zero; do
+  ncu --kernel-name regex:rows_gemm_kernel --launch-skip 1 --launch-count 1 --section SchedulerStats \
+    --section WarpStateStats --section ComputeWorkloadAnalysis --section SourceCounters --csv --page details \
+    python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || exit 1; done'
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 step gpu_suite python3 -m pytest -q -rs --durations=30 tests  # every GPU test runs here: 0 skipped expected

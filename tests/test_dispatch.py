@@ -7,7 +7,6 @@ import ctypes
 import hashlib
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 

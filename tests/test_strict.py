@@ -81,7 +81,7 @@ def test_each_honest_control_passes(name, device):
     warns = DECLARED[name].get("WARNS")
     if warns:
         assert any(warns in w for w in r["strict"]["warnings"]), r["strict"]["warnings"]
-        assert f"warning: " in check.format_report(r)
+        assert "warning: " in check.format_report(r)
     else:
         assert r["strict"]["warnings"] == []
 
