@@ -20,8 +20,8 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
 step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 library-128x128x16-8x8 \
-  narrow-192x64x16-12x8 narrow-192x64x8-12x8 narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-3stage \
-  kmajor-192x64x32-12x8-3stage kmajor-192x64x16-12x8-4stage narrow-96x64x16-12x8-2sm --counts 0 1 96 179 192 218 \
+  narrow-192x64x16-12x4-fused-zero-prefetch narrow-192x64x16-12x8-fused-zero-prefetch \
+  narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-4stage --counts 0 1 96 179 192 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 # Why the one-row tiles reach 51-54% of the FFMA peak: Nsight Compute's warp stalls and issue rate
 # for the library's 12x4 tile and the 12x8 one at 179 rows (one launch each after warm-up).

@@ -41,7 +41,9 @@ struct ZeroPasses {
   }
 };
 
-template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kFuseZero = false>
+// kPrefetch: the next k's fragments are loaded from shared memory before this k's FMAs (two
+// register sets), as cuBLAS's SIMT kernels do, instead of leaving the order to the compiler.
+template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kFuseZero = false, bool kPrefetch = false>
 __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMinBlocks)
     narrow_rows_gemm_kernel(GemmArgs a) {
   using Tile = NarrowTile<BM, BN, BK, TM, TN>;
@@ -130,9 +132,7 @@ __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMin
     const int buf = static_cast<int>(s & 1);
     if (s + 1 < slabs) load_slab((s + 1) * BK);
     if (kFuseZero && s < zero_passes) Zero::store(a, count, h0, s, tid);
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      float av[TM], bv[TN];
+    auto load_frags = [&](int k, float (&av)[TM], float (&bv)[TN]) {
 #pragma unroll
       for (int q = 0; q < TM / 4; ++q) {
         const float4 v = *reinterpret_cast<const float4*>(&As[buf][k][q * 4 * RG + tr * 4]);
@@ -143,10 +143,28 @@ __global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMin
         const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][k][p * 4 * CG + tc * 4]);
         bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
       }
+    };
+    if constexpr (kPrefetch) {
+      float av[2][TM], bv[2][TN];
+      load_frags(0, av[0], bv[0]);
 #pragma unroll
-      for (int i = 0; i < TM; ++i)
+      for (int k = 0; k < BK; ++k) {
+        if (k + 1 < BK) load_frags(k + 1, av[(k + 1) & 1], bv[(k + 1) & 1]);
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[k & 1][i], bv[k & 1][j], acc[i][j]);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < BK; ++k) {
+        float av[TM], bv[TN];
+        load_frags(k, av, bv);
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+      }
     }
     if (s + 1 < slabs) store_slab(buf ^ 1);
     __syncthreads();
@@ -176,13 +194,13 @@ void launch_narrow(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kFuseZero = false>
+template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kPrefetch = false>
 void launch_narrow_fused(const GemmArgs& a, cudaStream_t stream) {
   // One row tile: the launch covers counts up to BM, its blocks zero the other rows.
   const dim3 grid(static_cast<unsigned>(div_up(a.N, BN)), 1);
   GemmArgs b = a;
   b.max_count = BM;
-  narrow_rows_gemm_kernel<BM, BN, BK, TM, TN, kMinBlocks, true>
+  narrow_rows_gemm_kernel<BM, BN, BK, TM, TN, kMinBlocks, true, kPrefetch>
       <<<grid, NarrowTile<BM, BN, BK, TM, TN>::kThreads, 0, stream>>>(b);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -362,6 +380,8 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     // (BK 24 or 32 for 256 or 384 threads needs over 48 KB of static shared memory.)
     case 24: launch_narrow_fused<192, 64, 16, 12, 4, 1>(a, s); break;  // 8 warps, 48 accumulators
     case 26: launch_narrow_fused<192, 64, 12, 8, 8, 1>(a, s); break;   // 6 warps, 64 accumulators
+    case 29: launch_narrow_fused<192, 64, 16, 12, 8, 1, true>(a, s); break;  // next k's fragments first
+    case 30: launch_narrow_fused<192, 64, 16, 12, 4, 1, true>(a, s); break;
     case 23: {  // the library's few-rows tile (one row tile, counts up to its height)
       GemmArgs b = a;
       b.max_count = FewRows::BM;

@@ -35,6 +35,7 @@ VARIANTS = {
     # One launch of N / 64 blocks for counts up to 192 that also zero the rows not gathered.
     "narrow-192x64x16-12x8-fused-zero": 19,
     "narrow-192x64x16-12x4-fused-zero": 24, "narrow-192x64x12-8x8-fused-zero": 26,
+    "narrow-192x64x16-12x8-fused-zero-prefetch": 29, "narrow-192x64x16-12x4-fused-zero-prefetch": 30,
     "kmajor-192x64x16-12x8-3stage": 20, "kmajor-192x64x32-12x8-3stage": 21, "kmajor-192x64x16-12x8-4stage": 22,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
