@@ -20,7 +20,6 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
 step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 library-128x128x16-8x8 \
-  narrow-192x64x16-12x4-fused-zero-prefetch narrow-192x64x16-12x8-fused-zero-prefetch \
   narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-4stage --counts 0 1 96 179 192 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 # Why the one-row tiles reach 51-54% of the FFMA peak: Nsight Compute's warp stalls and issue rate
@@ -31,8 +30,8 @@ step gemm_tiles_ncu bash -c 'for v in library-192x64x16-12x4 narrow-192x64x16-12
     python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || exit 1; done'
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
-step gpu_suite python3 -m pytest -q -rs --durations=30 tests  # every GPU test runs here: 0 skipped expected
-# The same suite in three parts, for calls shorter than the whole (it ran past 447 s at 98ad8a4).
+# The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
+# than the whole (it ran past 447 s at 98ad8a4).
 MODEL_TESTS="tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"
 step gpu_suite_tail python3 -m pytest -q -rs --durations=15 tests/test_gpu.py
 step gpu_suite_models python3 -m pytest -q -rs --durations=15 $MODEL_TESTS

@@ -1,7 +1,8 @@
-// Frozen variants of kernels/hybrid.cu's rows_gemm kernel, for scripts/experiments/gemm_tiles.py:
-// the library's kernel generalised to other tiles and per-thread accumulators (TM x TN), beside the
-// library's own three. Uses the library's GemmArgs and load4. The first generalisation (variants 1-4,
-// two halves of TM/2 rows) was removed after f1e91db; its figures are rows of results/measurements.csv.
+// Variants of kernels/hybrid.cu's rows_gemm, for scripts/experiments/gemm_tiles.py: the library's
+// kernel template at other tiles and per-thread accumulators (TM x TN), beside the library's own
+// three, and a K-major cp.async kernel of its own. Removed variants (the first generalisation,
+// 1-4, after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64): their
+// figures are rows of results/measurements.csv.
 #include "hybrid.cu"
 
 #include <torch/library.h>
@@ -9,200 +10,24 @@
 namespace kb14 {
 namespace hybrid_cuda {
 
-// Tiles narrower in columns, up to 256 rows tall: every gathered row of a small count in one
-// row tile, so the computing tiles are few rows wasted, and one per SM. TM x TN accumulators
-// a thread, as TM/4 row groups of 4 and TN/4 column groups of 4, each a quarter-tile
-// apart (16-byte shared loads). Grid: x = column tile, y = row tile, so that the computing
-// tiles (y = 0) are dispatched before the zeroing ones.
-template <int BM, int BN, int BK, int TM, int TN>
-struct NarrowTile {
-  static constexpr int RG = BM / TM, CG = BN / TN;
-  static constexpr int kThreads = RG * CG;
-  static constexpr int kPad = 4;
-  static constexpr int kALoads = BM * BK / 4 / kThreads, kBLoads = BN * BK / 4 / kThreads;
-  static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
-  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
-};
-
-// The rows not gathered, zeroed by the computing blocks of the first row tile (kFuseZero
-// launches): pass p stores zeros in this block's BN columns of kZeroRows slots past the
-// count, one 16-byte store a thread; a pass per slab hides them behind the FMAs.
-template <int BN, int T>
-struct ZeroPasses {
-  static constexpr int kVecs = BN / 4, kZeroRows = T / kVecs;
-  static_assert(T % kVecs == 0, "whole rows a pass");
-  __device__ static int64_t count(int64_t m, int64_t gathered) { return (m - gathered + kZeroRows - 1) / kZeroRows; }
-  __device__ static void store(const GemmArgs& a, int64_t gathered, int64_t h0, int64_t pass, int tid) {
-    const int64_t slot = gathered + pass * kZeroRows + tid / kVecs;
-    if (slot >= a.M) return;
-    const int64_t r = a.rows[slot];
-    if (r >= 0 && r < a.M)
-      *reinterpret_cast<float4*>(a.y + r * a.N + h0 + (tid % kVecs) * 4) = make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-};
-
-// kPrefetch: the next k's fragments are loaded from shared memory before this k's FMAs (two
-// register sets), as cuBLAS's SIMT kernels do, instead of leaving the order to the compiler.
-template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kFuseZero = false, bool kPrefetch = false>
-__global__ void __launch_bounds__(NarrowTile<BM, BN, BK, TM, TN>::kThreads, kMinBlocks)
-    narrow_rows_gemm_kernel(GemmArgs a) {
-  using Tile = NarrowTile<BM, BN, BK, TM, TN>;
-  constexpr int T = Tile::kThreads, P = Tile::kPad, RG = Tile::RG, CG = Tile::CG;
-  __shared__ __align__(16) float As[2][BK][BM + P];
-  __shared__ __align__(16) float Bs[2][BK][BN + P];
-  const int tid = threadIdx.x;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
-  const int64_t slot0 = static_cast<int64_t>(blockIdx.y) * BM;
-  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  if (slot0 >= count) {
-    if constexpr (kFuseZero) {  // no gathered row at all: zero every slot of these columns
-      for (int64_t p = 0; p < ZeroPasses<BN, T>::count(a.M, count); ++p) ZeroPasses<BN, T>::store(a, count, h0, p, tid);
-      return;
-    }
-    for (int i = tid; i < BM * BN; i += T) {
-      const int64_t slot = slot0 + i / BN, h = h0 + i % BN;
-      if (slot >= a.M || h >= a.N) continue;
-      const int64_t r = a.rows[slot];
-      if (r >= 0 && r < a.M) a.y[r * a.N + h] = 0.f;
-    }
-    return;
-  }
-  const float* a_src[Tile::kALoads];
-  bool a_ok[Tile::kALoads];
-  int a_row[Tile::kALoads], a_k[Tile::kALoads];
-#pragma unroll
-  for (int i = 0; i < Tile::kALoads; ++i) {
-    const int idx = tid + i * T;
-    a_row[i] = idx / (BK / 4);
-    a_k[i] = idx % (BK / 4) * 4;
-    const int64_t slot = slot0 + a_row[i];
-    const int64_t r = slot < count ? a.rows[slot] : -1;
-    a_ok[i] = r >= 0 && r < a.M;
-    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0);
-  }
-  const float* b_src[Tile::kBLoads];
-  bool b_ok[Tile::kBLoads];
-  int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
-#pragma unroll
-  for (int i = 0; i < Tile::kBLoads; ++i) {
-    const int idx = tid + i * T;
-    b_row[i] = idx / (BK / 4);
-    b_k[i] = idx % (BK / 4) * 4;
-    b_ok[i] = h0 + b_row[i] < a.N;
-    b_src[i] = a.w + (b_ok[i] ? (h0 + b_row[i]) * a.w_stride : 0);
-  }
-  float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
-  auto load_slab = [&](int64_t k0) {
-#pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = load4<true>(a_src[i], k0 + a_k[i], a.K, a_ok[i] && k0 + a_k[i] < a.K);
-#pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = load4<true>(b_src[i], k0 + b_k[i], a.K, b_ok[i] && k0 + b_k[i] < a.K);
-  };
-  auto store_slab = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) {
-      As[buf][a_k[i] + 0][a_row[i]] = a_reg[i].x;
-      As[buf][a_k[i] + 1][a_row[i]] = a_reg[i].y;
-      As[buf][a_k[i] + 2][a_row[i]] = a_reg[i].z;
-      As[buf][a_k[i] + 3][a_row[i]] = a_reg[i].w;
-    }
-#pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) {
-      Bs[buf][b_k[i] + 0][b_row[i]] = b_reg[i].x;
-      Bs[buf][b_k[i] + 1][b_row[i]] = b_reg[i].y;
-      Bs[buf][b_k[i] + 2][b_row[i]] = b_reg[i].z;
-      Bs[buf][b_k[i] + 3][b_row[i]] = b_reg[i].w;
-    }
-  };
-  const int tr = tid / CG, tc = tid % CG;
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-
-  using Zero = ZeroPasses<BN, T>;
-  const int64_t zero_passes = kFuseZero ? Zero::count(a.M, count) : 0;
-  const int64_t slabs = (a.K + BK - 1) / BK;
-  load_slab(0);
-  store_slab(0);
-  __syncthreads();
-  for (int64_t s = 0; s < slabs; ++s) {
-    const int buf = static_cast<int>(s & 1);
-    if (s + 1 < slabs) load_slab((s + 1) * BK);
-    if (kFuseZero && s < zero_passes) Zero::store(a, count, h0, s, tid);
-    auto load_frags = [&](int k, float (&av)[TM], float (&bv)[TN]) {
-#pragma unroll
-      for (int q = 0; q < TM / 4; ++q) {
-        const float4 v = *reinterpret_cast<const float4*>(&As[buf][k][q * 4 * RG + tr * 4]);
-        av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
-      }
-#pragma unroll
-      for (int p = 0; p < TN / 4; ++p) {
-        const float4 v = *reinterpret_cast<const float4*>(&Bs[buf][k][p * 4 * CG + tc * 4]);
-        bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
-      }
-    };
-    if constexpr (kPrefetch) {
-      float av[2][TM], bv[2][TN];
-      load_frags(0, av[0], bv[0]);
-#pragma unroll
-      for (int k = 0; k < BK; ++k) {
-        if (k + 1 < BK) load_frags(k + 1, av[(k + 1) & 1], bv[(k + 1) & 1]);
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[k & 1][i], bv[k & 1][j], acc[i][j]);
-      }
-    } else {
-#pragma unroll
-      for (int k = 0; k < BK; ++k) {
-        float av[TM], bv[TN];
-        load_frags(k, av, bv);
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
-      }
-    }
-    if (s + 1 < slabs) store_slab(buf ^ 1);
-    __syncthreads();
-  }
-  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int64_t slot = slot0 + (i / 4) * 4 * RG + tr * 4 + i % 4;
-    if (slot >= a.M) continue;
-    const bool computed = slot < count;
-    const int64_t r = a.rows[slot];
-    if (r < 0 || r >= a.M) continue;
-    float* dst = a.y + r * a.N;
-#pragma unroll
-    for (int j = 0; j < TN; ++j) {
-      const int64_t h = h0 + (j / 4) * 4 * CG + tc * 4 + j % 4;
-      if (h < a.N) dst[h] = computed ? acc[i][j] : 0.f;
-    }
-  }
-}
-
+// Tiles narrower in columns, up to 256 rows tall, at other accumulator shapes: the library's
+// rows_gemm_kernel at other TileConfigs. A full grid (row tiles in y, the computing ones first)
+// or one row tile whose blocks also zero the rows not gathered (counts up to BM).
 template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks>
 void launch_narrow(const GemmArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(div_up(a.N, BN)), static_cast<unsigned>(div_up(a.M, BM)));
-  narrow_rows_gemm_kernel<BM, BN, BK, TM, TN, kMinBlocks>
-      <<<grid, NarrowTile<BM, BN, BK, TM, TN>::kThreads, 0, stream>>>(a);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_rows_gemm<TileConfig<BM, BN, BK, TM, TN, kMinBlocks, false>>(a, true, stream);
 }
 
-template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kPrefetch = false>
-void launch_narrow_fused(const GemmArgs& a, cudaStream_t stream) {
-  // One row tile: the launch covers counts up to BM, its blocks zero the other rows.
-  const dim3 grid(static_cast<unsigned>(div_up(a.N, BN)), 1);
+template <class C>
+void launch_one_row_tile(const GemmArgs& a, cudaStream_t stream) {
   GemmArgs b = a;
-  b.max_count = BM;
-  narrow_rows_gemm_kernel<BM, BN, BK, TM, TN, kMinBlocks, true, kPrefetch>
-      <<<grid, NarrowTile<BM, BN, BK, TM, TN>::kThreads, 0, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  b.max_count = C::BM;
+  launch_rows_gemm<C>(b, true, stream);
+}
+
+template <int BM, int BN, int BK, int TM, int TN>
+void launch_narrow_fused(const GemmArgs& a, cudaStream_t stream) {
+  launch_one_row_tile<TileConfig<BM, BN, BK, TM, TN, 1, true>>(a, stream);
 }
 
 // K-major tiles through cp.async: each slab of a gathered row is copied as it lies in memory
@@ -242,8 +67,8 @@ __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThre
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
   if (count < a.min_count || count > a.max_count) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  using Zero = ZeroPasses<BN, T>;
-  const int64_t zero_passes = Zero::count(a.M, count);
+  using Zero = ZeroPass<BN, T>;
+  const int64_t zero_passes = Zero::passes(a.M, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
@@ -357,7 +182,6 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
   switch (variant) {
     case 0: launch_rows_gemm<SomeRows>(a, true, s); break;  // the library's tile for 193 rows to 3/8
     case 5: launch_rows_gemm<ManyRows>(a, true, s); break;  // the library's many-rows tile
-    case 6: launch_narrow<128, 128, 16, 8, 8, 1>(a, s); break;  // the library's tile in this template
     case 7: launch_narrow<192, 64, 16, 12, 4, 1>(a, s); break;
     case 8: launch_narrow<192, 64, 16, 12, 4, 2>(a, s); break;
     case 9: launch_narrow<192, 32, 16, 12, 4, 2>(a, s); break;
@@ -372,22 +196,14 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 17: launch_narrow<192, 64, 8, 12, 8, 1>(a, s); break;
     case 18: launch_narrow<96, 64, 16, 12, 8, 2>(a, s); break;   // two 2-warp blocks an SM
     // Counts up to BM in one launch of N / BN blocks that also zero the rows not gathered.
-    case 19: launch_narrow_fused<192, 64, 16, 12, 8, 1>(a, s); break;
+    case 19: launch_narrow_fused<192, 64, 16, 12, 8>(a, s); break;
     case 20: launch_kmajor<192, 64, 16, 12, 8, 3>(a, s); break;
     case 21: launch_kmajor<192, 64, 32, 12, 8, 3>(a, s); break;
     case 22: launch_kmajor<192, 64, 16, 12, 8, 4>(a, s); break;
-    // One row tile with fused zeroing at other accumulator shapes: more warps a scheduler.
-    // (BK 24 or 32 for 256 or 384 threads needs over 48 KB of static shared memory.)
-    case 24: launch_narrow_fused<192, 64, 16, 12, 4, 1>(a, s); break;  // 8 warps, 48 accumulators
-    case 26: launch_narrow_fused<192, 64, 12, 8, 8, 1>(a, s); break;   // 6 warps, 64 accumulators
-    case 29: launch_narrow_fused<192, 64, 16, 12, 8, 1, true>(a, s); break;  // next k's fragments first
-    case 30: launch_narrow_fused<192, 64, 16, 12, 4, 1, true>(a, s); break;
-    case 23: {  // the library's few-rows tile (one row tile, counts up to its height)
-      GemmArgs b = a;
-      b.max_count = FewRows::BM;
-      launch_rows_gemm<FewRows>(b, true, s);
-      break;
-    }
+    // One row tile at other accumulator shapes (BK 24 or 32 for 256 or 384 threads needs over
+    // 48 KB of static shared memory); 12 x 4 on 8 warps is the library's few-rows tile.
+    case 23: launch_one_row_tile<FewRows>(a, s); break;
+    case 26: launch_narrow_fused<192, 64, 12, 8, 8>(a, s); break;   // 6 warps, 64 accumulators
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

@@ -27,15 +27,14 @@ VARIANTS = {
     "library-192x64x16-12x4": 23,  # one row tile, 8 warps: the library's tile up to 192 rows
     "library-128x128x16-8x8": 0,  # 1/SM: the library's tile from 193 rows to 3/8 of the batch
     "library-128x128x8-8x8-2sm": 5,  # 2/SM: the library's tile past 3/8
-    "narrow-128x128x16-8x8": 6, "narrow-192x64x16-12x4": 7, "narrow-192x64x16-12x4-2sm": 8,
+    "narrow-192x64x16-12x4": 7, "narrow-192x64x16-12x4-2sm": 8,
     "narrow-192x32x16-12x4-2sm": 9, "narrow-256x64x16-8x8": 10, "narrow-96x64x16-12x4-2sm": 11,
     "narrow-64x64x16-8x8-4sm": 12, "narrow-128x64x16-8x8-2sm": 13, "narrow-96x128x24-8x8": 14,
     "narrow-192x64x12-8x8": 15, "narrow-192x64x16-12x8": 16, "narrow-192x64x8-12x8": 17,
     "narrow-96x64x16-12x8-2sm": 18,
     # One launch of N / 64 blocks for counts up to 192 that also zero the rows not gathered.
     "narrow-192x64x16-12x8-fused-zero": 19,
-    "narrow-192x64x16-12x4-fused-zero": 24, "narrow-192x64x12-8x8-fused-zero": 26,
-    "narrow-192x64x16-12x8-fused-zero-prefetch": 29, "narrow-192x64x16-12x4-fused-zero-prefetch": 30,
+    "narrow-192x64x12-8x8-fused-zero": 26,
     "kmajor-192x64x16-12x8-3stage": 20, "kmajor-192x64x32-12x8-3stage": 21, "kmajor-192x64x16-12x8-4stage": 22,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
