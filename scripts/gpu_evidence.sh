@@ -22,6 +22,9 @@ step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))
 step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 library-128x128x16-8x8 \
   narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-4stage --counts 0 1 96 179 192 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
+# cuBLASLt's own kernels without split-K on the gathered rows: which give torch.matmul's bits, how fast.
+step cublaslt_rows python3 scripts/experiments/cublaslt_rows.py --counts 179 128 192 256 \
+  --json "$out/cublaslt_rows.json" --table "$out/measurements_new.csv"
 # Why the one-row tiles reach 51-54% of the FFMA peak: Nsight Compute's warp stalls and issue rate
 # for the library's 12x4 tile and the 12x8 one at 179 rows (one launch each after warm-up).
 step gemm_tiles_ncu bash -c 'for v in library-192x64x16-12x4 narrow-192x64x16-12x8-fused-zero; do

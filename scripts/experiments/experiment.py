@@ -14,8 +14,9 @@ from kernels import jit
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def build(source: str) -> None:
-    """Build scripts/experiments/SOURCE (a .cu with its own TORCH_LIBRARY kb14_<stem>) for this GPU."""
+def build(source: str, ldflags: tuple[str, ...] = (), include_paths: tuple[str, ...] = ()) -> None:
+    """Build scripts/experiments/SOURCE (a .cu with its own TORCH_LIBRARY kb14_<stem>) for this GPU,
+    with extra linker flags and include folders where it needs a library beside torch."""
     from torch.utils.cpp_extension import load_inline
 
     stem = Path(source).stem
@@ -24,7 +25,7 @@ def build(source: str) -> None:
     build_dir.mkdir(parents=True, exist_ok=True)
     load_inline(name=f"kb14_{stem}", cpp_sources=[""], cuda_sources=[(Path(__file__).with_name(source)).read_text()],
                 is_python_module=False, extra_cuda_cflags=jit.nvcc_flags(arch), extra_cflags=list(jit.HOST_FLAGS),
-                extra_ldflags=jit.link_flags(), extra_include_paths=[str(ROOT / "kernels")],
+                extra_ldflags=jit.link_flags() + list(ldflags), extra_include_paths=[str(ROOT / "kernels"), *include_paths],
                 build_directory=str(build_dir))
 
 
