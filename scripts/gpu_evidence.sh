@@ -26,11 +26,15 @@ step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192
 step cublaslt_rows python3 scripts/experiments/cublaslt_rows.py --counts 179 128 192 256 \
   --json "$out/cublaslt_rows.json" --table "$out/measurements_new.csv"
 # Why the one-row tiles reach 51-54% of the FFMA peak: Nsight Compute's warp stalls and issue rate
-# for the library's 12x4 tile and the 12x8 one at 179 rows (one launch each after warm-up).
+# for the library's 12x4 tile and the 12x8 one at 179 rows, and for cuBLAS's kernel on every row (one launch
+# each after warm-up).
 step gemm_tiles_ncu bash -c 'for v in library-192x64x16-12x4 narrow-192x64x16-12x8-fused-zero; do
   ncu --kernel-name regex:rows_gemm_kernel --launch-skip 1 --launch-count 1 --section SchedulerStats \
     --section WarpStateStats --section ComputeWorkloadAnalysis --section SourceCounters --csv --page details \
-    python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || exit 1; done'
+    python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || exit 1; done
+  ncu --kernel-name regex:ffma --launch-skip 1 --launch-count 1 --section SchedulerStats --section WarpStateStats \
+    --section ComputeWorkloadAnalysis --csv --page details \
+    python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 --counts 179 --budget 0.05'
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 # The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
