@@ -35,6 +35,10 @@ step gemm_tiles_ncu bash -c 'for v in library-192x64x16-12x4 narrow-192x64x16-12
   ncu --kernel-name regex:ffma --launch-skip 1 --launch-count 1 --section SchedulerStats --section WarpStateStats \
     --section ComputeWorkloadAnalysis --csv --page details \
     python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 --counts 179 --budget 0.05'
+# Why the row statistics take ~42 us for a 32 MB read: the library's kernel under Nsight Compute.
+step row_stats_ncu ncu --kernel-name regex:row_stats_kernel --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+  --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
+  --csv --page details python3 scripts/experiments/row_stats.py --budget 0.05
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 # The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
