@@ -136,7 +136,7 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
     if args.table:
         common = experiment.table_columns(out)
-        rows = [results_table.row(**common, implementation=f"cuBLASLt id {r['id']} {r['tile']} {r['stages']}, {c} gathered rows",
+        rows = [results_table.row(**common, implementation=f"cuBLASLt id {r['id']} {r['tile']} {r['stages']} swizzle {r['swizzle']} custom {r['custom']}, {c} gathered rows",
                                   time_ms=r["median_ms"], exact=r["exact"],
                                   note=f"scripts/experiments/cublaslt_rows.py; {r['vs_cublas_rate']:.2f} of cuBLAS's rate")
                 for c, d in out["counts"].items() for r in d["timed"]]

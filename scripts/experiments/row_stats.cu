@@ -1,6 +1,7 @@
 // Frozen variants of kernels/hybrid.cu's row statistics (the first kernel of kb14::hybrid_rows),
 // for scripts/experiments/row_stats.py. The library's kernel takes four rows a block of 256
-// threads, each thread striding over k one element at a time. The variants give each row one
+// threads, each thread striding over k one element at a time, its loads four steps ahead; here
+// two steps ahead, and step by step (the library's before 7f25fe5). The warp variants give each row one
 // warp, 16-byte loads of x and of the fp32 vectors (two 16-byte loads of the fp64 column
 // sum), R rows a warp sharing each vector element, and the eight warps of a block
 // reading the same vector elements at once (L1 serves the seven others). Same sums, in
@@ -70,6 +71,56 @@ __global__ void __launch_bounds__(kWarpStatsThreads) warp_row_stats_kernel(Stats
 #pragma unroll
   for (int r = 0; r < R; ++r)
     if (lane == r && r < rows) stats_epilogue(a, row0 + r, s[r]);
+}
+
+// The library's kernel before 7f25fe5's batching: one to six loads a step of k, behind branches.
+__global__ void __launch_bounds__(kStatsThreads) unbatched_row_stats_kernel(StatsArgs a, int64_t M) {
+  constexpr int W = kStatsThreads / 32;
+  __shared__ double partial[kStatsRows * kSums * W];
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kStatsRows;
+  const int rows = static_cast<int>(M - row0 < kStatsRows ? M - row0 : kStatsRows);
+  const double* c = a.colsum;
+  const float* beta = a.vectors;
+  const float* omega = beta + a.K;
+  const float* beta1 = omega + a.K;
+  const float* omega1 = beta1 + a.K;
+  double s[kStatsRows][kSums];
+#pragma unroll
+  for (int r = 0; r < kStatsRows; ++r)
+#pragma unroll
+    for (int i = 0; i < kSums; ++i) s[r][i] = 0;
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < a.K; k += kStatsThreads) {
+    const double ck = c[k], bk = beta[k], ok = omega[k], b1k = beta1[k], o1k = omega1[k];  // widened once
+#pragma unroll
+    for (int r = 0; r < kStatsRows; ++r) {
+      if (r >= rows) break;
+      const double v = a.x[(row0 + r) * a.row_stride + k], vv = v * v;
+      s[r][0] += v;
+      s[r][1] += vv;
+      s[r][2] = fma(v, ck, s[r][2]);
+      s[r][3] = fma(v, bk, s[r][3]);
+      s[r][4] = fma(v, ok, s[r][4]);
+      s[r][5] = fma(v, b1k, s[r][5]);
+      s[r][6] = fma(v, o1k, s[r][6]);
+      s[r][7] = fma(vv, ok, s[r][7]);
+      s[r][8] = fma(vv, o1k, s[r][8]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kStatsRows; ++r)
+#pragma unroll
+    for (int i = 0; i < kSums; ++i) block_sum(s[r][i], partial, r * kSums + i);
+  __syncthreads();
+  if (threadIdx.x >= rows) return;
+  const int64_t row = row0 + threadIdx.x;
+  double t[kSums];
+#pragma unroll
+  for (int i = 0; i < kSums; ++i) {
+    t[i] = 0;
+    for (int w = 0; w < W; ++w) t[i] += partial[(threadIdx.x * kSums + i) * W + w];
+  }
+  stats_epilogue(a, row, t);
 }
 
 // The library's kernel with its loads batched: U steps of k (x of the block's rows, the vectors)
@@ -179,7 +230,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> row_stats_variant(const at::Tenso
       batched_row_stats_kernel<2><<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
       break;
     case 4:
-      batched_row_stats_kernel<4><<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
+      unbatched_row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
       break;
     default: TORCH_CHECK(false, "no such variant");
   }

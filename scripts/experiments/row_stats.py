@@ -25,10 +25,11 @@ import experiment  # noqa: E402
 from kernels import hybrid_ops  # noqa: E402
 
 # name -> the index of row_stats_variant's switch in row_stats.cu.
-VARIANTS = {"library": 0,  # four rows a block of 256 threads, a thread an element a step
+VARIANTS = {"library": 0,  # four rows a block of 256 threads, a thread an element a step, loads 4 steps deep
             "warp-per-row": 1,  # a warp a row, 16-byte loads, eight warps a block sharing the vectors
             "warp-two-rows": 2,  # the same, two rows a warp
-            "batched-2": 3, "batched-4": 4}  # the library's sums, 2 or 4 steps of loads issued before their arithmetic
+            "batched-2": 3,  # the library's, loads 2 steps deep
+            "unbatched": 4}  # the library's before 7f25fe5: loads issued step by step
 SCALE = 1.5 / 2
 
 
