@@ -40,6 +40,7 @@ step row_stats_ncu ncu --kernel-name regex:row_stats_kernel --launch-skip 2 --la
   --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
   --csv --page details python3 scripts/experiments/row_stats.py --budget 0.05
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
+step test_hybrid python3 -m pytest -q -rs --durations=10 tests/test_hybrid.py
 step hybrid_timing python3 scripts/hybrid_evidence.py --out "$out/hybrid_timing" --parts timing --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 # The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
