@@ -15,10 +15,14 @@
 #include <cublasLt.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "error_message.h"
@@ -113,6 +117,31 @@ inline std::vector<int64_t> find_algorithm(int64_t rows, int64_t n, int64_t k, c
   return {};
 }
 
+// The descriptors of a (capacity, n, k, algorithm) and whether cuBLASLt accepts it, made once: a
+// forward's host time is on the critical path of a single call.
+struct Prepared {
+  std::unique_ptr<Problem> problem;
+  bool accepted = false;
+};
+inline const Prepared& prepared(int64_t rows, int64_t n, int64_t k, const int64_t* words) {
+  using Key = std::tuple<int64_t, int64_t, int64_t, std::array<int64_t, kWords>>;
+  static std::map<Key, Prepared> cache;
+  static std::mutex mutex;
+  Key key{rows, n, k, {}};
+  std::copy(words, words + kWords, std::get<3>(key).begin());
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    Prepared made;
+    made.problem = std::make_unique<Problem>(rows, n, k);
+    cublasLtMatmulAlgo_t algo;
+    std::memcpy(&algo, words, sizeof(algo));
+    made.accepted = made.problem->accepts(algo);
+    it = cache.emplace(key, std::move(made)).first;
+  }
+  return it->second;  // std::map's nodes stay put
+}
+
 // The last count of each device, in pinned memory, written by the device after each call.
 inline int32_t* last_count(int device) {
   constexpr int kMaxDevices = 64;
@@ -179,9 +208,10 @@ inline at::Tensor rows_gemm_lt_cuda(const at::Tensor& x_in, const at::Tensor& w_
   if (algo != nullptr) {
     cublasLtMatmulAlgo_t chosen;
     std::memcpy(&chosen, algo, sizeof(chosen));
-    const lt::Problem p(capacity, N, K);
+    const lt::Prepared& prep = lt::prepared(capacity, N, K, algo);
+    const lt::Problem& p = *prep.problem;
     const at::Tensor w = w_in.is_contiguous() ? w_in : w_in.contiguous();
-    if (p.accepts(chosen)) {
+    if (prep.accepted) {
       const at::Tensor gathered_x = at::index_select(x_in, 0, rows.narrow(0, 0, capacity));
       at::Tensor gathered_y = at::empty({capacity, N}, x_in.options());
       const float one = 1.f, zero = 0.f;
