@@ -242,21 +242,20 @@ class ModelNewHybrid(ModelNewColsum):
             return None
         return hybrid_ops.calibrated_order(x, self.weight)
 
-    def _hybrid_order(self, x: torch.Tensor, w: torch.Tensor) -> dict | None:
-        """The calibrated order where the hybrid path applies, else None."""
+    def _takes_hybrid_path(self, x: torch.Tensor, w: torch.Tensor) -> bool:
         if not (x.is_cuda and x.dtype == torch.float32):
-            return None
+            return False
         found = hybrid_ops.calibrated_order(x, w)
         if found is not None and found["supported"]:
-            return found
+            return True
         if not torch.compiler.is_compiling():
             hybrid_ops.warn_fallback(x, w, found)
-        return None
+        return False
 
-    def _hybrid_forward(self, x: torch.Tensor, w: torch.Tensor, order: dict) -> torch.Tensor:
+    def _hybrid_forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         scale = self.scaling_factor / DIVISOR
         approx, exact_rows, rows, count = hybrid_ops.hybrid_rows(x, self.weight_statistics(w), scale, w.shape[0])
-        y = hybrid_ops.rows_gemm(x, w, rows, count, order.get("lt", ()))
+        y = hybrid_ops.rows_gemm(x, w, rows, count)
         exact = kernels.div_sum_scale(y, DIVISOR, self.scaling_factor, pdl=False)  # a plain launch behind rows_gemm
         self.last_exact_rows = exact_rows
         return torch.where(exact_rows.unsqueeze(1), exact, approx)
@@ -274,24 +273,23 @@ class ModelNewHybrid(ModelNewColsum):
     def forward(self, x):
         w = self.weight
         _check_input(self, w, x)
-        order = self._hybrid_order(x, w)
-        if order is None:
+        if not self._takes_hybrid_path(x, w):
             self.last_exact_rows = None
             return _exact_forward(x, w, self.scaling_factor)
         if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad):
-            return _HybridFunction.apply(x, w, self, order)
-        return self._hybrid_forward(x, w, order)
+            return _HybridFunction.apply(x, w, self)
+        return self._hybrid_forward(x, w)
 
 
 class _HybridFunction(torch.autograd.Function):
     """The hybrid forward with the reference's gradient in closed form."""
 
     @staticmethod
-    def forward(ctx, x, w, model, order):
+    def forward(ctx, x, w, model):
         ctx.save_for_backward(x, w)
         ctx.scale = model.scaling_factor / DIVISOR
         with torch.no_grad():
-            return model._hybrid_forward(x, w, order)
+            return model._hybrid_forward(x, w)
 
     @staticmethod
     def backward(ctx, grad):
@@ -299,4 +297,4 @@ class _HybridFunction(torch.autograd.Function):
         g = grad * ctx.scale  # (batch, 1)
         grad_x = g * w.sum(0, keepdim=True) if ctx.needs_input_grad[0] else None
         grad_w = (g.T @ x).expand(w.shape[0], -1).contiguous() if ctx.needs_input_grad[1] else None
-        return grad_x, grad_w, None, None
+        return grad_x, grad_w, None

@@ -142,11 +142,6 @@ at::Tensor rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
 }"""
 
 
-# The hybrid module's host sources the file takes: not rows_gemm_lt.cpp (cuBLASLt on the gathered
-# rows); the file's rows_gemm runs the library's tiles on every row.
-HYBRID_CPP = tuple(f for f in jit.MODULES["hybrid_cuda"].cpp if f != "rows_gemm_lt.cpp")
-
-
 def added(text: str) -> list[str]:
     return [f"{TAG}: begin added"] + text.splitlines() + [f"{TAG}: end added"]
 
@@ -166,7 +161,7 @@ def model_sources(model: str, dtype: str) -> Sources:
         cuda = translation_unit(jit.MODULES["tail_cuda"].cuda)
         functions = ("div_sum_scale",)
     else:
-        cpp = translation_unit(jit.MODULES["tail_cuda"].cpp + HYBRID_CPP)
+        cpp = translation_unit(jit.MODULES["tail_cuda"].cpp + jit.MODULES["hybrid_cuda"].cpp)
         cpp += added(TAIL_BINDING) + added(HYBRID_BINDING)
         cuda = translation_unit(jit.MODULES["tail_cuda"].cuda + jit.MODULES["hybrid_cuda"].cuda)
         functions = ("div_sum_scale", "hybrid_rows", "rows_gemm")

@@ -259,8 +259,7 @@ struct GemmArgs {
   const int32_t* rows;
   const int32_t* count;
   int64_t M, N, K, x_stride, w_stride;
-  int64_t min_count, max_count;  // this launch runs only for count - first_slot in [min_count, max_count]
-  int64_t first_slot;            // slots before it are computed elsewhere (cuBLASLt): neither computed nor zeroed
+  int64_t min_count, max_count;  // this launch runs only for a row count in [min_count, max_count]
 };
 
 template <bool kVector>
@@ -285,8 +284,8 @@ struct ZeroPass {
   static constexpr int kVecs = BN / 4, kRows = T / kVecs;
   static_assert(T % kVecs == 0, "whole rows a round");
   __device__ static int64_t passes(int64_t m, int64_t count) { return (m - count + kRows - 1) / kRows; }
-  __device__ static void store(const GemmArgs& a, int64_t first_zero, int64_t h0, int64_t step, int tid) {
-    const int64_t slot = first_zero + step * kRows + tid / kVecs, h = h0 + (tid % kVecs) * 4;
+  __device__ static void store(const GemmArgs& a, int64_t count, int64_t h0, int64_t step, int tid) {
+    const int64_t slot = count + step * kRows + tid / kVecs, h = h0 + (tid % kVecs) * 4;
     if (slot >= a.M || h >= a.N) return;
     const int64_t r = a.rows[slot];
     if (r < 0 || r >= a.M) return;
@@ -310,13 +309,12 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
   const int tid = threadIdx.x;
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  const int64_t first_zero = max(count, a.first_slot);
-  if (count - a.first_slot < a.min_count || count - a.first_slot > a.max_count) return;  // another launch has it
-  const int64_t slot0 = a.first_slot + static_cast<int64_t>(blockIdx.y) * BM;
+  if (count < a.min_count || count > a.max_count) return;  // another tile's launch has it
+  const int64_t slot0 = static_cast<int64_t>(blockIdx.y) * BM;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   if (slot0 >= count) {
     if constexpr (kOneRowTile) {  // no row gathered
-      for (int64_t p = 0; p < Zero::passes(a.M, first_zero); ++p) Zero::store(a, first_zero, h0, p, tid);
+      for (int64_t p = 0; p < Zero::passes(a.M, count); ++p) Zero::store(a, count, h0, p, tid);
       return;
     }
     // No gathered row here: zero this tile of the rows that are not computed.
@@ -383,7 +381,7 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  const int64_t zero_passes = kOneRowTile ? Zero::passes(a.M, first_zero) : 0;
+  const int64_t zero_passes = kOneRowTile ? Zero::passes(a.M, count) : 0;
   const int64_t slabs = (a.K + BK - 1) / BK;
   load_slab(0);
   store_slab(0);
@@ -392,7 +390,7 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
     const int buf = static_cast<int>(s & 1);
     if (s + 1 < slabs) load_slab((s + 1) * BK);
     if constexpr (kOneRowTile) {
-      if (s < zero_passes) Zero::store(a, first_zero, h0, s, tid);
+      if (s < zero_passes) Zero::store(a, count, h0, s, tid);
     }
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
@@ -416,7 +414,7 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
     __syncthreads();
   }
   if constexpr (kOneRowTile) {
-    for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, first_zero, h0, p, tid);
+    for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
   }
   // Rows past the count in this tile are not gathered: they get zeros.
 #pragma unroll
@@ -447,8 +445,7 @@ template <class C>
 void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   if (a.min_count > a.max_count) return;  // no count reaches this tile
   // Row tiles in y: the computing tiles (the first rows) are dispatched before the zeroing ones.
-  const dim3 grid(static_cast<unsigned>(div_up(a.N, C::BN)),
-                  C::kOneRowTile ? 1u : static_cast<unsigned>(div_up(a.M - a.first_slot, C::BM)));
+  const dim3 grid(static_cast<unsigned>(div_up(a.N, C::BN)), C::kOneRowTile ? 1u : static_cast<unsigned>(div_up(a.M, C::BM)));
   constexpr int threads = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>::kThreads;
   if (vector) {
     rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
@@ -550,35 +547,29 @@ using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
 constexpr double kManyFrom = 0.375;  // share of the rows above which the many-rows tile runs
 
-void check_rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
-  check_fp32_cuda_matrix(x, "rows_gemm: x");
-  check_fp32_cuda_matrix(w, "rows_gemm: weight");
-  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  KB14_CHECK_VALUE(w.size(1) == K, "rows_gemm: x has ", K, " columns but the weight has ", w.size(1));
+at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
+                          const at::Tensor& count) {
+  check_fp32_cuda_matrix(x_in, "rows_gemm: x");
+  check_fp32_cuda_matrix(w_in, "rows_gemm: weight");
+  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
+  KB14_CHECK_VALUE(w_in.size(1) == K, "rows_gemm: x has ", K, " columns but the weight has ", w_in.size(1));
   KB14_CHECK_VALUE(rows.dim() == 1 && rows.size(0) == M && rows.scalar_type() == at::kInt,
                    "rows_gemm: rows must be an int32 vector of x's ", M, " rows, got ", rows.sizes());
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
-  KB14_CHECK(rows.device() == x.device() && count.device() == x.device() && w.device() == x.device(),
+  KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device() && w_in.device() == x_in.device(),
              "rows_gemm: x, weight, rows and count must be on one device");
   KB14_CHECK_VALUE(div_up(M, SomeRows::BM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
                    "rows_gemm: too many rows (", M, "; at most ", 65535 * SomeRows::BM, ")");
-}
-
-// The gathered slots from first_slot to the count into y (M, N) by the library's tiles, and
-// zeros in the rows of the slots past both. Inputs checked by check_rows_gemm.
-void rows_gemm_from_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
-                         const at::Tensor& count, at::Tensor& y, int64_t first_slot) {
-  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
-  if (M == 0 || N == 0 || first_slot >= M) return;
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
   const at::Tensor w = w_in.stride(1) == 1 ? w_in : w_in.contiguous();
   const at::Tensor r = rows.is_contiguous() ? rows : rows.contiguous();
-  const int64_t slots = M - first_slot;
-  const int64_t split = static_cast<int64_t>(kManyFrom * static_cast<double>(slots));
+  at::Tensor y = at::empty({M, N}, x.options());
+  if (M == 0 || N == 0) return y;
+  const int64_t split = static_cast<int64_t>(kManyFrom * static_cast<double>(M));
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
              r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0),
-             std::numeric_limits<int64_t>::min(), FewRows::BM, first_slot};
+             0, FewRows::BM};
   auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16 == 0 && t.stride(0) % 4 == 0;
   };
@@ -589,37 +580,9 @@ void rows_gemm_from_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const a
   a.max_count = split;
   launch_rows_gemm<SomeRows>(a, vector, stream);
   a.min_count = std::max<int64_t>(split, FewRows::BM) + 1;
-  a.max_count = slots;
+  a.max_count = M;
   launch_rows_gemm<ManyRows>(a, vector, stream);
-}
-
-at::Tensor rows_gemm_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
-  check_rows_gemm(x, w, rows, count);
-  at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
-  rows_gemm_from_cuda(x, w, rows, count, y, 0);
   return y;
-}
-
-// y[rows[s]] = gathered[s] for gathered's slots below the count, zeros for those past it.
-__global__ void place_rows_kernel(const float* __restrict__ gathered, const int32_t* __restrict__ rows,
-                                  const int32_t* __restrict__ count, int64_t M, int64_t N, float* __restrict__ y) {
-  const int64_t slot = blockIdx.y;
-  const bool computed = slot < *count;  // the others are rows not gathered: zeros
-  const int64_t r = rows[slot];
-  if (r < 0 || r >= M) return;
-  for (int64_t h = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; h < N; h += int64_t(gridDim.x) * blockDim.x)
-    y[r * N + h] = computed ? gathered[slot * N + h] : 0.f;
-}
-
-void place_rows_cuda(const at::Tensor& gathered, const at::Tensor& rows, const at::Tensor& count, at::Tensor& y) {
-  const int64_t slots = gathered.size(0), N = gathered.size(1);
-  if (slots == 0 || N == 0) return;
-  const int threads = 256;
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(div_up(N, threads), 8)), static_cast<unsigned>(slots));
-  place_rows_kernel<<<grid, threads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-      gathered.const_data_ptr<float>(), rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), y.size(0), N,
-      y.mutable_data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& r,

@@ -45,7 +45,6 @@ from kernels import jit, schema
 
 HYBRID_ROWS = torch.ops.kb14.hybrid_rows.default
 ROWS_GEMM = torch.ops.kb14.rows_gemm.default
-GEMM_LT_ALGORITHM = torch.ops.kb14.gemm_lt_algorithm.default
 ORDER_PROBE = torch.ops.kb14.gemm_order_probe.default
 
 # One rounding to nearest of v: variance KAPPA * v^2 (log-uniform mantissa; see above).
@@ -186,15 +185,10 @@ def hybrid_rows(x: torch.Tensor, stats: WeightStatistics, scale: float, hidden: 
                        float(sigma_factor), float(atol), float(rtol), float(budget))
 
 
-def rows_gemm(x: torch.Tensor, weight: torch.Tensor, rows: torch.Tensor, count: torch.Tensor,
-              algorithms: list[int] | tuple[int, ...] = (), capacity: int = -1) -> torch.Tensor:
+def rows_gemm(x: torch.Tensor, weight: torch.Tensor, rows: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     """y (M, N): y[r] = x[r] @ W.T for r in rows[:count] (one FMA chain per output, k
-    ascending), zeros in the other rows. rows: a permutation of range(M) (int32).
-
-    algorithms: cuBLASLt configurations the calibration found bit-exact at this shape
-    (`lt_algorithms`), run on the first `capacity` gathered slots (-1: the last call's count
-    rounded up to 64); the library's tiles compute the slots past them."""
-    return ROWS_GEMM(x, weight, rows, count, list(algorithms), capacity)
+    ascending), zeros in the other rows. rows: a permutation of range(M) (int32)."""
+    return ROWS_GEMM(x, weight, rows, count)
 
 
 def _check_hybrid_rows(x, *_):
@@ -202,14 +196,9 @@ def _check_hybrid_rows(x, *_):
         raise ValueError("hybrid_rows: x must be a 2-D tensor")
 
 
-def _check_rows_gemm(x, weight, rows, count, *_):
+def _check_rows_gemm(x, weight, rows, count):
     if x.dim() != 2 or weight.dim() != 2:
         raise ValueError("rows_gemm: x and weight must be 2-D")
-
-
-def _check_lt_algorithm(x, weight, *_):
-    if x.dim() != 2 or weight.dim() != 2:
-        raise ValueError("gemm_lt_algorithm: x and weight must be 2-D")
 
 
 def _check_probe(x, weight, *_):
@@ -226,7 +215,7 @@ def _hybrid_rows_fake(x, colsum, vectors, scalars, scale, kappa, tail, sigma_fac
 
 
 @torch.library.register_fake("kb14::rows_gemm")
-def _rows_gemm_fake(x, weight, rows, count, algorithms=(), capacity=-1):
+def _rows_gemm_fake(x, weight, rows, count):
     torch._check(x.dim() == 2 and weight.dim() == 2, lambda: "rows_gemm: x and weight must be 2-D")
     return x.new_empty((x.shape[0], weight.shape[0]))
 
@@ -239,7 +228,6 @@ def _probe_fake(x, weight, r, h, chains, tile, tree):
 schema._first_use_kernel("hybrid_rows", _check_hybrid_rows)
 schema._first_use_kernel("rows_gemm", _check_rows_gemm)
 schema._first_use_kernel("gemm_order_probe", _check_probe)
-schema._first_use_kernel("gemm_lt_algorithm", _check_lt_algorithm)
 
 
 # ---- calibration: which order does torch.matmul use at this shape? -----------------------
@@ -309,8 +297,7 @@ def find_order(m: int, k: int, n: int, device, x_strides=None, generator_seed: i
     count = torch.tensor([picked.numel()], dtype=torch.int32, device=device)
     ours = rows_gemm(x, w, rows, count)
     if torch.equal(ours[picked], ref[picked]):
-        return {"order": "single chain", "supported": True, "checked": int(picked.numel()) * n,
-                "lt": lt_algorithms(x, w, ref, gen)}
+        return {"order": "single chain", "supported": True, "checked": int(picked.numel()) * n}
     r = torch.randint(0, m, (SAMPLES,), device=device, generator=gen)
     h = torch.randint(0, n, (SAMPLES,), device=device, generator=gen)
     want = ref[r, h]
@@ -320,33 +307,6 @@ def find_order(m: int, k: int, n: int, device, x_strides=None, generator_seed: i
             return {"order": f"{chains} chains over k-tiles of {tile}, added {'as a tree' if tree else 'in order'}",
                     "supported": False, "checked": SAMPLES}
     return {"order": "none of the family", "supported": False, "checked": SAMPLES}
-
-
-# cuBLASLt tiles for the gathered rows, by the most slots each takes (the rest: the larger tile);
-# the fastest bit-exact ones on the H200 at KernelBench's shape (scripts/experiments/cublaslt_rows.py).
-LT_TILES = ((192, False), (None, True))
-
-
-def lt_algorithms(x: torch.Tensor, w: torch.Tensor, ref: torch.Tensor, gen: torch.Generator) -> list[int]:
-    """rows_gemm's `algorithms` for x @ w.T's shape: each of LT_TILES' cuBLASLt configurations
-    kept where its output equals torch.matmul's (`ref`) bit for bit on every gathered row at
-    its largest capacity; [] where none is (the library's tiles then compute every row)."""
-    m = x.shape[0]
-    perm = torch.randperm(m, device=x.device, generator=gen).int()
-    out: list[int] = []
-    for limit, large in LT_TILES:
-        cap = m if limit is None else min(limit, m)
-        algo = GEMM_LT_ALGORITHM(x, w, cap, large)
-        if algo.numel() == 0:
-            continue
-        entry = [m if limit is None else limit, *algo.tolist()]
-        count = torch.tensor([cap], dtype=torch.int32, device=x.device)
-        y = rows_gemm(x, w, perm, count, entry, cap)
-        if torch.equal(y[perm[:cap].long()], ref[perm[:cap].long()]):
-            out += entry
-        if limit is not None and limit >= m:
-            break
-    return out
 
 
 _decisions: dict[tuple, dict] = {}

@@ -12,8 +12,8 @@ from the cache) the module that holds that op's kernels for that device:
                   loaded after tail_cuda without holding up the first call (below)
     colsum_cpu    colsum and colsum_matvec on CPU tensors: colsum.cpp
     colsum_cuda   the same on CUDA tensors: colsum.cu and colsum_cuda.cpp
-    hybrid_cuda   hybrid_rows, rows_gemm and gemm_order_probe (CUDA only): hybrid.cu,
-                  hybrid_cuda.cpp and rows_gemm_lt.cpp (which links cuBLASLt)
+    hybrid_cuda   hybrid_rows, rows_gemm and gemm_order_probe (CUDA only): hybrid.cu and
+                  hybrid_cuda.cpp
 
 Each module is compiled with `torch.utils.cpp_extension.load_inline` (one host
 translation unit and, for CUDA, one nvcc unit, which ninja compiles in parallel):
@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import glob
 import hashlib
 import importlib.metadata
 import inspect
@@ -82,7 +81,6 @@ class Module:
     torch_free: bool  # compiled without torch headers in its host unit (fast)
     default_seconds: float  # rough build time on the 2-core development machine
     after: tuple[str, ...] = ()  # modules loaded once this one is, built in the background
-    cublaslt: bool = False  # links cuBLASLt (the one torch loads: cublaslt_paths)
 
 
 MODULES = {
@@ -100,30 +98,10 @@ MODULES = {
     "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
                           ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_shape.h", "device_math.cuh",
                            "cuda_common.cuh"), False, 25),
-    "hybrid_cuda": Module("cuda", "the hybrid model's CUDA kernels and ops", ("hybrid_cuda.cpp", "rows_gemm_lt.cpp"),
-                          ("hybrid.cu",),
+    "hybrid_cuda": Module("cuda", "the hybrid model's CUDA kernels and ops", ("hybrid_cuda.cpp",), ("hybrid.cu",),
                           ("error_message.h", "div_sum_scale.h", "device_shape.h", "device_math.cuh", "cuda_common.cuh"),
-                          False, 25, cublaslt=True),
+                          False, 25),
 }
-
-
-def cublaslt_paths() -> tuple[str, str]:
-    """(include folder, library file) of cuBLASLt: torch's pip package's, else CUDA_HOME's."""
-    roots = [os.path.join(p, "nvidia", sub) for p in sys.path for sub in ("cu13", "cu12", "cublas")]
-    roots += [os.environ.get("CUDA_HOME", "/usr/local/cuda"), "/usr/local/cuda"]
-    for root in roots:
-        libs = sorted(glob.glob(os.path.join(root, "lib*", "libcublasLt.so*")))
-        if libs and os.path.exists(os.path.join(root, "include", "cublasLt.h")):
-            return os.path.join(root, "include"), libs[-1]
-    raise RuntimeError("kb14: cuBLASLt's header and library were found neither beside torch (nvidia/*) nor under "
-                       "CUDA_HOME; the hybrid model's CUDA module links it")
-
-
-def cublaslt_flags() -> tuple[list[str], list[str]]:
-    """(compiler flags, linker flags) for cuBLASLt."""
-    include, lib = cublaslt_paths()
-    folder = os.path.dirname(lib)
-    return [f"-I{include}"], [f"-L{folder}", f"-l:{os.path.basename(lib)}", f"-Wl,-rpath,{folder}"]
 
 
 def cache_root() -> Path:
@@ -259,12 +237,7 @@ class JitSpec:
             if verbose():
                 cuda_cflags += ["-lineinfo", "-Xptxas=-v"]
         # (The C++ standard is left to torch: 2.14's headers need C++20, older ones C++17.)
-        cflags, ldflags = list(HOST_FLAGS), link_flags()
-        if module.cublaslt:
-            include, link = cublaslt_flags()
-            cflags += include
-            ldflags += link
-        return cls(name, module, tuple(cflags), tuple(cuda_cflags), tuple(ldflags))
+        return cls(name, module, HOST_FLAGS, tuple(cuda_cflags), tuple(link_flags()))
 
     def files(self) -> tuple[str, ...]:
         return self.module.cpp + self.module.cuda + self.module.headers

@@ -23,8 +23,7 @@ LIB.define("colsum_matvec(Tensor x, Tensor colsum, float scale) -> Tensor")
 LIB.define("hybrid_rows(Tensor x, Tensor colsum, Tensor vectors, Tensor scalars, float scale, float kappa, "
            "float tail_depth, "
            "float sigma_factor, float atol, float rtol, float budget) -> (Tensor, Tensor, Tensor, Tensor)")
-LIB.define("rows_gemm(Tensor x, Tensor weight, Tensor rows, Tensor count, int[] algorithms=[], int capacity=-1) -> Tensor")
-LIB.define("gemm_lt_algorithm(Tensor x, Tensor weight, int rows, bool large) -> Tensor")
+LIB.define("rows_gemm(Tensor x, Tensor weight, Tensor rows, Tensor count) -> Tensor")
 LIB.define("gemm_order_probe(Tensor x, Tensor weight, Tensor r, Tensor h, int chains, int tile, bool tree) -> Tensor")
 
 IMPL = torch.library.Library("kb14", "IMPL")  # noqa: TOR901
@@ -36,7 +35,6 @@ MODULE_OF = {
     "colsum_matvec": {"cpu": "colsum_cpu", "cuda": "colsum_cuda"},
     "hybrid_rows": {"cuda": "hybrid_cuda"},
     "rows_gemm": {"cuda": "hybrid_cuda"},
-    "gemm_lt_algorithm": {"cuda": "hybrid_cuda"},
     "gemm_order_probe": {"cuda": "hybrid_cuda"},
 }
 

@@ -257,8 +257,7 @@ def test_embedded_sources_are_the_library_files(exported, key):
     model, dtype = key
     tree = ast.parse(exported[key].read_text())
     modules = [export.jit.MODULES["tail_cuda"]] + ([export.jit.MODULES["hybrid_cuda"]] if model != "ModelNew" else [])
-    host = [*export.jit.MODULES["tail_cuda"].cpp, *(export.HYBRID_CPP if model != "ModelNew" else ())]
-    for name, top_level in (("CPP_SOURCE", host),
+    for name, top_level in (("CPP_SOURCE", [f for m in modules for f in m.cpp]),
                             ("CUDA_SOURCE", [f for m in modules for f in m.cuda])):
         text = _string_constant(tree, name)
         files = _undo(text.splitlines())
