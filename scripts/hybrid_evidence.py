@@ -235,8 +235,7 @@ def part_timing(args) -> dict:
             # Three calls as KernelBench times them (synchronize, 256 MB write, events around one call),
             # host and device, as a Chrome trace: where the gaps between the kernels come from.
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                for _ in range(3):
-                    kernelbench_time(hyb, (x,), warmup=0, trials=1, backend=backend)
+                kernelbench_time(hyb, (x,), warmup=0, trials=3, backend=backend)
             prof.export_chrome_trace(str(Path(args.out) / f"timeline_{kind.replace(' ', '_')}.json"))
             say(f"timing [{kind}] kernels (us): {res[kind + ' kernels_us']}")
         say(f"timing [{kind}] parts (read flush medians, ms): {res[kind + ' parts']}")

@@ -28,7 +28,6 @@ from kernels import hybrid_ops  # noqa: E402
 VARIANTS = {"library": 0,  # four rows a block of 256 threads, a thread an element a step, loads 4 steps deep
             "warp-per-row": 1,  # a warp a row, 16-byte loads, eight warps a block sharing the vectors
             "warp-two-rows": 2,  # the same, two rows a warp
-            "batched-2": 3,  # the library's, loads 2 steps deep
             "unbatched": 4}  # the library's before 7f25fe5: loads issued step by step
 SCALE = 1.5 / 2
 
