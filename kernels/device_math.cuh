@@ -81,14 +81,12 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// One 16- or 8-byte vector from global to shared memory, not through registers (cp.async, sm_80+;
-// `policy` for L2); a plain load and store before. Complete after the thread's wait_for_own_copies().
+// One 16- or 8-byte vector from global to shared memory, not through registers (cp.async; `policy` for
+// L2). Complete after the thread's wait_for_own_copies(). (The build needs sm_80+: kernels/jit.py.)
 template <typename W>
 __device__ __forceinline__ void copy_to_shared_async(W* dst, const W* src, uint64_t policy) {
   static_assert(sizeof(W) == 16 || sizeof(W) == 8, "cp.async copies 16 or 8 bytes here");
-  if constexpr (kArch < 800) {
-    *dst = __ldg(src);
-  } else if constexpr (sizeof(W) == 16) {
+  if constexpr (sizeof(W) == 16) {
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
                  "l"(policy) : "memory");
   } else {
@@ -96,9 +94,7 @@ __device__ __forceinline__ void copy_to_shared_async(W* dst, const W* src, uint6
                  "l"(policy) : "memory");
   }
 }
-__device__ __forceinline__ void wait_for_own_copies() {
-  if constexpr (kArch >= 800) asm volatile("cp.async.wait_all;" ::: "memory");
-}
+__device__ __forceinline__ void wait_for_own_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // The bulk-copy engine and its mbarriers (sm_90+). An mbarrier completes its phase once `arrivals` threads
 // arrived and every byte announced to it has landed.

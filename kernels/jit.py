@@ -117,8 +117,15 @@ def cuda_build_wanted() -> bool:
     return torch.version.cuda is not None and torch.cuda.is_available()
 
 
+# The oldest GPU the CUDA sources build for: their loads carry L2 cache hints (sm_80 and newer).
+MIN_CUDA_CAPABILITY = (8, 0)
+
+
 def _cuda_arch() -> str:
     major, minor = torch.cuda.get_device_capability()
+    if (major, minor) < MIN_CUDA_CAPABILITY:
+        raise RuntimeError(f"kb14: the CUDA kernels need a GPU of compute capability 8.0 or newer (sm_80: A100, "
+                           f"H100, ...); {torch.cuda.get_device_name()} is sm_{major}{minor}")
     return f"{major}{minor}"
 
 

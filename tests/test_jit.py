@@ -196,6 +196,17 @@ def test_cuda_key_follows_arch_torch_order_split_parts_and_verbosity(monkeypatch
     assert jit.JitSpec.for_this_machine("tail_cuda").key() != spec.key()
 
 
+def test_gpus_older_than_sm80_get_a_clear_error(monkeypatch):
+    # nvcc would fail on the first cache-hinted load with a ptxas error; the build says why first.
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (7, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Tesla T4")
+    with pytest.raises(RuntimeError, match=r"compute capability 8\.0 or newer.*Tesla T4 is sm_75"):
+        jit.JitSpec.for_this_machine("tail_cuda")
+    assert jit.JitSpec.for_this_machine("tail_cpu").cuda_cflags == ()  # CPU modules do not ask
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 0))
+    assert "-gencode=arch=compute_80,code=sm_80" in jit.JitSpec.for_this_machine("tail_cuda").cuda_cflags
+
+
 def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("KB14_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert jit.cache_root() == tmp_path / "elsewhere"
