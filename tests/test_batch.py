@@ -4,6 +4,7 @@ timeout counts from when its process begins the pair, not from its start."""
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,20 +45,32 @@ def test_every_pair_gets_its_verdict(whole_run):
     assert whole_run["seconds_total"] > 0 and whole_run["config"]["pairs_in_folder"] == 27
 
 
-def test_two_shards_merge_to_the_whole_run(whole_run, tmp_path, capsys):
+# Six pairs of three problems, a crash among them (the whole folder's hang would cost its timeout twice more).
+SHARDED = ["elementwise.py", "elementwise_ok.py", "elementwise_wrong.py", "elementwise_crash.py", "reduction.py",
+           "reduction_ok.py", "reduction_wrong.py", "softmax.py", "softmax_ok.py"]
+
+
+def test_two_shards_merge_to_the_whole_run(tmp_path, capsys):
+    folder = tmp_path / "problems"
+    folder.mkdir()
+    for name in SHARDED:
+        shutil.copy(PROBLEMS / name, folder / name)
+    whole = tmp_path / "whole.json"
+    assert check.main(["--problems", str(folder), "--json", str(whole), *ARGS]) == 1
     parts = []
     for k in (1, 2):
         part = tmp_path / f"shard{k}.json"
-        check.main(["--problems", str(PROBLEMS), "--shard", f"{k}/2", "--json", str(part), *ARGS])
+        check.main(["--problems", str(folder), "--shard", f"{k}/2", "--json", str(part), *ARGS])
         parts.append(str(part))
     halves = [json.loads(Path(p).read_text()) for p in parts]
-    assert len(halves[0]["results"]) + len(halves[1]["results"]) == 27
+    assert len(halves[0]["results"]) == len(halves[1]["results"]) == 3
     merged = tmp_path / "merged.json"
     assert check.main(["--merge", *parts, "--json", str(merged), "--quiet"]) == 1
     m = json.loads(merged.read_text())
-    assert _verdicts(m) == _verdicts(whole_run)
+    assert _verdicts(m) == _verdicts(json.loads(whole.read_text()))
+    assert {v[2] for v in _verdicts(m)} == {"PASS", "FAIL", "CRASH"}
     assert m["config"]["complete"] is True
-    assert "27 pairs" in capsys.readouterr().out
+    assert "6 pairs" in capsys.readouterr().out
 
 
 def test_a_pair_twice_in_the_merge_is_refused(whole_run, tmp_path, capsys):
