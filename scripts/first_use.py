@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from harness import results_table  # noqa: E402
 
 IMPORT_TORCH = "import time; t0 = time.perf_counter(); import torch; print('SECONDS', time.perf_counter() - t0)"
 IMPORT_KERNELS = ("import time; t0 = time.perf_counter(); import torch, kernels; "
@@ -67,6 +69,7 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--out")
+    parser.add_argument("--table", help="append the medians to this measurements table (results/measurements.csv)")
     args = parser.parse_args()
     rows: dict[str, list[float]] = {k: [] for k in ("import torch", "import kernels, empty cache",
                                                     "import kernels, warm cache", "first ModelNew output, empty cache",
@@ -98,7 +101,26 @@ def main() -> int:
         print(f"{k:38s} {v['median']:7.2f} s  {['%.2f' % t for t in v['all']]}")
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
+    if args.table:
+        results_table.append(table_rows(result), Path(args.table))
     return 0
+
+
+def table_rows(result: dict) -> list[dict]:
+    """A row per measured step: the median in ms, the runs' range as the interval."""
+    if result["device"] == "cpu":
+        machine = f"{result['cpus']}-core CPU machine"
+    else:
+        import torch
+        machine = torch.cuda.get_device_name()
+    runs = result["runs"]
+    return [results_table.row(commit=results_table.current_commit(), gpu=machine, torch=result["torch"],
+                              shape="1024x8192x8192", dtype="fp32",
+                              method=f"whole process from start, median of {runs} runs", implementation=name,
+                              time_ms=1e3 * v["median"], interval_ms=1e3 * (max(v["all"]) - min(v["all"])),
+                              note=f"scripts/first_use.py --device {result['device']} --runs {runs}; "
+                                   "interval = the runs' range")
+            for name, v in result["seconds"].items()]
 
 
 if __name__ == "__main__":

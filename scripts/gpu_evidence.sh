@@ -71,7 +71,8 @@ step after_producer bash -c "python3 scripts/experiments/after_producer.py $out/
 step order_evidence python3 scripts/order_evidence.py --out "$out/order"
 step sanitize bash -c "for t in memcheck racecheck synccheck initcheck; do \
   compute-sanitizer --tool \$t --error-exitcode 1 python3 scripts/sanitize_cuda.py || exit 1; done"
-step first_use python3 scripts/first_use.py --device cuda --runs 2 --out "$out/first_use.json"
+step first_use python3 scripts/first_use.py --device cuda --runs 2 --out "$out/first_use.json" \
+  --table "$out/measurements_new.csv"
 step export_files bash -c "python3 -m kernels.export ModelNew --dtype fp32 -o $out/kernelbench_l2_14_modelnew_fp32.py && \
   python3 -m kernels.export ModelNewHybrid --dtype fp32 -o $out/kernelbench_l2_14_modelnewhybrid_fp32.py"
 step export_evidence python3 scripts/export_evidence.py "$out/kernelbench_l2_14_modelnew_fp32.py" \
