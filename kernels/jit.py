@@ -250,11 +250,16 @@ class JitSpec:
         return self.module.cpp + self.module.cuda + self.module.headers
 
     def key(self) -> str:
+        """A hash of what makes the binary: sources, headers, flags, toolchain and torch (not the
+        progress line's text, the time estimate or the modules loaded after it)."""
         h = hashlib.sha256()
         for name in self.files():
             h.update(name.encode())
             h.update((SOURCE_DIR / name).read_bytes())
-        parts = [repr(self), torch.__version__, str(torch.version.cuda), sys.version, _cpu_signature(),
+        m = self.module
+        binary = (self.name, m.device, m.cpp, m.cuda, m.headers, m.torch_free, self.cflags, self.cuda_cflags,
+                  self.ldflags)
+        parts = [repr(binary), torch.__version__, str(torch.version.cuda), sys.version, _cpu_signature(),
                  _ninja_version()]
         h.update("\n".join(parts).encode())
         return h.hexdigest()[:16]

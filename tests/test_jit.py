@@ -1,6 +1,7 @@
 """The cached JIT builds: nothing at import, one module per op group and device on first
 use, keyed, shared across processes, safe under concurrency and crashes."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -129,16 +130,18 @@ def test_an_unfinished_background_build_completes_at_exit_and_then_loads_at_once
 
 # torch.compile(fullgraph=True) traced the entry point's check for finished background
 # builds, a Future's lock, and failed (seen on the H200 while the C++ autograd was building).
-# The build is held back until the compile is done, so it is pending for certain.
+# The build is held back until the compile is done, so it is pending for certain; then it fails
+# without compiling (building it is the two tests above's), and the process reports it at exit.
 COMPILE_WHILE_PENDING = IMPORT + """
 import dataclasses, threading, torch
 from kernels import jit
 jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
 release, real_build = threading.Event(), jit.build
 def held_build(name, background=False):
-    if background:
-        release.wait(120)
-    return real_build(name, background)
+    if not background:
+        return real_build(name)
+    release.wait(120)
+    raise RuntimeError("held back by the test")
 jit.build = held_build
 y = torch.randn(4, 300)
 eager = kernels.div_sum_scale(y, 2, 1.5)
@@ -152,6 +155,7 @@ release.set()
 def test_compile_while_a_background_build_is_pending(cpu_tail_cache):
     out, err = _finish(_import_in_subprocess(cpu_tail_cache, code=COMPILE_WHILE_PENDING), timeout=900)
     assert "PENDING ['tail_cuda_autograd'] COMPILED_EQUAL True" in out, out + err
+    assert "compiling" not in err, err  # the CPU tail came from the cache; the held build compiled nothing
 
 
 @pytest.mark.parametrize("module,edited", [("tail_cpu", "tail_cpu.cpp"), ("tail_cuda", "fused_reduce_lean.cuh"),
@@ -167,6 +171,17 @@ def test_key_follows_sources_and_headers(tmp_path, monkeypatch, module, edited):
     assert spec.key() == key
     (copy / edited).write_text((copy / edited).read_text() + "\n// changed\n")
     assert spec.key() != key
+
+
+def test_key_ignores_what_does_not_make_the_binary(monkeypatch):
+    # The tests that hang a module on the CPU tail's `after` load the cached CPU tail, not a rebuilt one.
+    key = jit.JitSpec.for_this_machine("tail_cpu").key()
+    module = jit.MODULES["tail_cpu"]
+    monkeypatch.setitem(jit.MODULES, "tail_cpu", dataclasses.replace(
+        module, what="another line", default_seconds=99, after=("tail_cuda_autograd",)))
+    assert jit.JitSpec.for_this_machine("tail_cpu").key() == key
+    monkeypatch.setitem(jit.MODULES, "tail_cpu", dataclasses.replace(module, torch_free=not module.torch_free))
+    assert jit.JitSpec.for_this_machine("tail_cpu").key() != key
 
 
 def test_cuda_key_follows_arch_torch_order_split_parts_and_verbosity(monkeypatch):
