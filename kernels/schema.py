@@ -48,7 +48,8 @@ def _first_use_kernel(op_name: str, check):
         check(*args)  # a bad input gets the op's own message, whatever its device or layout
         device = tensor.device.type
         if device not in modules:
-            raise NotImplementedError(f"kb14::{op_name}: no kernel for {device} tensors (CPU and CUDA only)")
+            has = " and ".join(d.upper() for d in modules)
+            raise NotImplementedError(f"kb14::{op_name}: no kernel for {device} tensors ({has} tensors only)")
         jit.load(modules[device])
         key = {"cpu": "CPU", "cuda": "CUDA"}[device]
         if not torch._C._dispatch_has_kernel_for_dispatch_key(f"kb14::{op_name}", key):

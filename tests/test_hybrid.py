@@ -48,8 +48,12 @@ def test_bad_input_names_the_problem():
 
 def test_hybrid_ops_have_no_cpu_kernel():
     stats = hybrid_ops.weight_statistics(torch.randn(8, 16))
-    with pytest.raises(NotImplementedError, match="CPU and CUDA only|no kernel for cpu"):
-        hybrid_ops.hybrid_rows(torch.rand(4, 16), stats, 0.75, 8)
+    # The message names the devices the op has (CUDA), not those of the library's other ops.
+    for call in (lambda: hybrid_ops.hybrid_rows(torch.rand(4, 16), stats, 0.75, 8),
+                 lambda: hybrid_ops.rows_gemm(torch.rand(4, 16), torch.rand(8, 16), torch.arange(4, dtype=torch.int32),
+                                              torch.tensor([2], dtype=torch.int32))):
+        with pytest.raises(NotImplementedError, match=r"no kernel for cpu tensors \(CUDA tensors only\)"):
+            call()
 
 
 # ---- the error model (CPU, on an emulated single-chain GEMM) -----------------------------
