@@ -28,10 +28,8 @@ def div_sum_scale_reference(y: torch.Tensor, divisor: float, scale: float) -> to
 def as_number(value, what: str) -> float:
     """A Python int or float argument as float; `what` names it ("op: argument")."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{what} must be a Python int or float, got {type(value).__name__}"
-            " (a tensor scalar would change the reference's arithmetic on CUDA)"
-        )
+        why = " (a tensor scalar would change the reference's arithmetic on CUDA)" if isinstance(value, torch.Tensor) else ""
+        raise TypeError(f"{what} must be a Python int or float, got {type(value).__name__}{why}")
     return float(value)
 
 
