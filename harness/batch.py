@@ -317,6 +317,10 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cpu", "cuda"):  # a batch spreads its pairs over the GPUs itself: no index
+        raise ValueError(f"--device {device!r}: a batch runs on cpu or cuda (a GPU a slot)")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch.cuda.is_available() is False")
     if workers is None:
         workers = max(1, torch.cuda.device_count()) if device == "cuda" else max(1, (os.cpu_count() or 2) // 2)
     all_pairs, ignored = discover_all(folder)

@@ -63,6 +63,23 @@ REASONS = (
 
 
 
+def resolve_device(device: str | None) -> torch.device:
+    """--device as a torch.device (default: cuda where available): cpu, or cuda[:N] of a visible GPU."""
+    if not device:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise CheckError(f"--device {device!r} is not a device: use cpu, cuda or cuda:N") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise CheckError(f"--device {device!r}: the check runs on cpu or cuda")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise CheckError(f"device {dev} requested but torch.cuda.is_available() is False")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise CheckError(f"device {dev} requested but torch sees {torch.cuda.device_count()} GPU(s)")
+    return dev
+
+
 def run_check(
     model: Any = DEFAULT_MODEL,
     reference: Any = DEFAULT_REFERENCE,
@@ -98,12 +115,13 @@ def run_check(
     if trials < 1:
         raise CheckError("--trials must be at least 1")
     torch_dtype = DTYPES[dtype]
-    dev = torch.device(device if device else ("cuda" if torch.cuda.is_available() else "cpu"))
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CheckError(f"device {dev} requested but torch.cuda.is_available() is False")
+    dev = resolve_device(device)
     kb_tol = KERNELBENCH_TOL[dtype]
     atol = kb_tol if atol is None else atol
     rtol = kb_tol if rtol is None else rtol
+    for name, value in (("atol", atol), ("rtol", rtol)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise CheckError(f"--{name} must be a finite number >= 0, got {value!r}")
 
     # Reference: its failures are the check's failures (exit 2), not the candidate's.
     try:

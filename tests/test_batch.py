@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import check
 from harness import batch
@@ -292,6 +293,7 @@ def test_each_record_names_its_gpu_and_timing_takes_one_pair_per_gpu(monkeypatch
     for i in range(4):
         (tmp_path / f"p_{i}.py").write_text("class ModelNew: pass\n")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,7")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # two GPUs, simulated
     monkeypatch.setattr(batch, "_run_pair", fake_run_pair)
     result = batch.run_batch(str(tmp_path), device="cuda", workers=4, tool="bench")
     assert result["config"]["workers"] == 2  # two GPUs: two timing slots, not four

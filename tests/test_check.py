@@ -7,6 +7,7 @@ where a different order shows up at fp32 1e-4 (see `ORDER_SIZES`).
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -249,3 +250,25 @@ def test_tolerance_override():
 def test_bad_arguments_exit_2(capsys):
     assert check.main(["--trials", "0", "--quiet"]) == 2
     assert check.main(["--reference", "no_such_reference_xyz:Model", "--quiet"]) == 2
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--device", "tpu"], "--device 'tpu' is not a device"),
+    (["--device", "meta"], "runs on cpu or cuda"),
+    (["--atol", "-1"], "--atol must be a finite number >= 0, got -1.0"),
+    (["--rtol", "nan"], "--rtol must be a finite number >= 0, got nan"),
+    (["--problems", str(Path(__file__).parent / "problems"), "--device", "cuda:0"], "a batch runs on cpu or cuda"),
+])
+def test_bad_device_or_tolerance_is_an_error_before_any_model_runs(argv, message, capsys):
+    # Before: torch's own traceback after the models had run (tolerances), or a batch on the default device.
+    assert check.main([*argv, "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_gpu_index_past_the_visible_ones_is_named(monkeypatch):
+    from harness import checker
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(check.CheckError, match="cuda:1 requested but torch sees 1 GPU"):
+        checker.resolve_device("cuda:1")
+    assert checker.resolve_device("cuda:0") == torch.device("cuda:0")
