@@ -629,7 +629,10 @@ def main(argv: list[str] | None = None) -> int:
                      "path): export ModelNew for that dtype")
     text = render(args.model, args.dtype)
     out = args.output or default_output(args.model, args.dtype)
-    out.write_text(text)
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        parser.error(f"cannot write {out}: {exc.strerror or exc}")
     print(f"wrote {out} ({len(text) // 1024} KB): {args.model}, {args.dtype}, torch {release_group(torch.__version__)}"
           f" order group, sm_{CUDA_ARCH}", file=sys.stderr)
     return 0

@@ -316,6 +316,10 @@ def test_command_line_writes_the_file_and_refuses_a_16_bit_hybrid(tmp_path):
     run = subprocess.run([sys.executable, "-m", "kernels.export", "ModelNewHybrid", "--dtype", "fp16", "-o",
                           str(tmp_path / "no.py")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "fp32 only" in run.stderr and not (tmp_path / "no.py").exists()
+    missing = tmp_path / "no_such_folder" / "result.py"
+    run = subprocess.run([sys.executable, "-m", "kernels.export", "ModelNew", "-o", str(missing)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and f"cannot write {missing}" in run.stderr and "Traceback" not in run.stderr
 
 
 # ---- on a GPU: the file against the reference ---------------------------------------------------
