@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Optional
 
 from harness.checker import (DEFAULT_MODEL, DEFAULT_REFERENCE, DTYPES, KERNELBENCH_SEED, KERNELBENCH_TRIALS,
@@ -110,6 +111,9 @@ def batch_sets(args) -> dict:
 
 def main(argv: Optional[list] = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.json and not Path(args.json).expanduser().resolve().parent.is_dir():  # before the run, not after
+        print(f"ERROR: cannot write {args.json!r}: its folder does not exist", file=sys.stderr)
+        return 2
     if args.problems or args.merge:
         return batch_main(args)
     progress = None if args.quiet else (lambda msg: print(f"[check] {msg}", file=sys.stderr, flush=True))

@@ -258,8 +258,10 @@ def test_bad_arguments_exit_2(capsys):
     (["--atol", "-1"], "--atol must be a finite number >= 0, got -1.0"),
     (["--rtol", "nan"], "--rtol must be a finite number >= 0, got nan"),
     (["--problems", str(Path(__file__).parent / "problems"), "--device", "cuda:0"], "a batch runs on cpu or cuda"),
+    (["--json", "/no_such_folder/result.json"], "cannot write '/no_such_folder/result.json'"),
+    (["--problems", str(Path(__file__).parent / "problems"), "--json", "/no_such_folder/all.json"], "cannot write"),
 ])
-def test_bad_device_or_tolerance_is_an_error_before_any_model_runs(argv, message, capsys):
+def test_bad_device_tolerance_or_json_path_is_an_error_before_any_model_runs(argv, message, capsys):
     # Before: torch's own traceback after the models had run (tolerances), or a batch on the default device.
     assert check.main([*argv, "--quiet"]) == 2
     assert message in capsys.readouterr().err
