@@ -1,6 +1,6 @@
 // Variants of kernels/hybrid.cu's rows_gemm, for scripts/experiments/gemm_tiles.py: the library's
 // kernel template at other tiles and per-thread accumulators (TM x TN), beside the library's own
-// three, and a K-major cp.async kernel of its own. Removed variants (the first generalisation,
+// three, a K-major cp.async kernel of its own, and the one-row tile with wider slabs. Removed variants (the first generalisation,
 // 1-4, after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64): their
 // figures are rows of results/measurements.csv.
 #include "hybrid.cu"
@@ -172,6 +172,150 @@ void launch_kmajor(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The library's one-row tile (register-staged, k-major shared rows, 12x4 on 8 warps, zeroing
+// between slabs) with wider slabs in dynamic shared memory and loads without per-slab bounds
+// checks (K % BK == 0): its sm_90 loop at BK 16 is 979 instructions for 768 FFMA; wider slabs
+// spread the loads' addressing, the zero pass and the barrier over more FFMA.
+template <int BM, int BN, int BK, int TM, int TN>
+struct WideSlabTile {
+  static constexpr int RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
+  static constexpr int SA = BM + 4, SB = BN + 4;  // shared row lengths (floats): transposed stores spread over banks
+  static constexpr int kALoads = BM * BK / 4 / kThreads, kBLoads = BN * BK / 4 / kThreads;
+  static constexpr int kBufFloats = BK * (SA + SB);
+  static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
+  static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
+};
+
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
+    wide_slab_rows_gemm_kernel(GemmArgs a) {
+  using Tile = WideSlabTile<BM, BN, BK, TM, TN>;
+  using Zero = ZeroPass<BN, Tile::kThreads>;
+  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int64_t zero_passes = Zero::passes(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  // What this thread loads: element (row, k4 .. k4+3) of the A and B slabs (rows past the count: zeros).
+  const float4* a_src[Tile::kALoads];
+  bool a_ok[Tile::kALoads];
+  int a_row[Tile::kALoads], a_k[Tile::kALoads];
+#pragma unroll
+  for (int i = 0; i < Tile::kALoads; ++i) {
+    const int idx = tid + i * T;
+    a_row[i] = idx / (BK / 4);
+    a_k[i] = idx % (BK / 4) * 4;
+    const int64_t r = a_row[i] < count ? a.rows[a_row[i]] : -1;
+    a_ok[i] = r >= 0 && r < a.M;
+    a_src[i] = reinterpret_cast<const float4*>(a.x + (a_ok[i] ? r * a.x_stride : 0) + a_k[i]);
+  }
+  const float4* b_src[Tile::kBLoads];
+  int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
+#pragma unroll
+  for (int i = 0; i < Tile::kBLoads; ++i) {
+    const int idx = tid + i * T;
+    b_row[i] = idx / (BK / 4);
+    b_k[i] = idx % (BK / 4) * 4;
+    b_src[i] = reinterpret_cast<const float4*>(a.w + (h0 + b_row[i]) * a.w_stride + b_k[i]);  // N % BN == 0
+  }
+  float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
+  auto load_slab = [&](int64_t s) {
+#pragma unroll
+    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = a_ok[i] ? a_src[i][s * (BK / 4)] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = b_src[i][s * (BK / 4)];
+  };
+  auto store_slab = [&](int buf) {
+    float* As = smem + buf * Tile::kBufFloats;
+    float* Bs = As + BK * SA;
+#pragma unroll
+    for (int i = 0; i < Tile::kALoads; ++i) {
+      As[(a_k[i] + 0) * SA + a_row[i]] = a_reg[i].x;
+      As[(a_k[i] + 1) * SA + a_row[i]] = a_reg[i].y;
+      As[(a_k[i] + 2) * SA + a_row[i]] = a_reg[i].z;
+      As[(a_k[i] + 3) * SA + a_row[i]] = a_reg[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < Tile::kBLoads; ++i) {
+      Bs[(b_k[i] + 0) * SB + b_row[i]] = b_reg[i].x;
+      Bs[(b_k[i] + 1) * SB + b_row[i]] = b_reg[i].y;
+      Bs[(b_k[i] + 2) * SB + b_row[i]] = b_reg[i].z;
+      Bs[(b_k[i] + 3) * SB + b_row[i]] = b_reg[i].w;
+    }
+  };
+  const int tr = tid / CG, tc = tid % CG;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+  const int64_t slabs = a.K / BK;  // the launcher requires K % BK == 0
+  load_slab(0);
+  store_slab(0);
+  __syncthreads();
+  for (int64_t s = 0; s < slabs; ++s) {
+    const int buf = static_cast<int>(s & 1);
+    if (s + 1 < slabs) load_slab(s + 1);
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* As = smem + buf * Tile::kBufFloats;
+    const float* Bs = As + BK * SA;
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      float av[TM], bv[TN];
+#pragma unroll
+      for (int q = 0; q < TM / 4; ++q) {
+        const float4 v = *reinterpret_cast<const float4*>(As + k * SA + q * 4 * RG + tr * 4);
+        av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+      }
+#pragma unroll
+      for (int p = 0; p < TN / 4; ++p) {
+        const float4 v = *reinterpret_cast<const float4*>(Bs + k * SB + p * 4 * CG + tc * 4);
+        bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+    }
+    if (s + 1 < slabs) store_slab(buf ^ 1);
+    __syncthreads();
+  }
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int64_t slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    float* dst = a.y + r * a.N;
+    const bool computed = slot < count;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) dst[h0 + (j / 4) * 4 * CG + tc * 4 + j % 4] = computed ? acc[i][j] : 0.f;
+  }
+}
+
+template <int BM, int BN, int BK, int TM, int TN>
+void launch_wide_slab(const GemmArgs& a, cudaStream_t stream) {
+  using Tile = WideSlabTile<BM, BN, BK, TM, TN>;
+  TORCH_CHECK(a.K % BK == 0 && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
+                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
+              "wide-slab variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
+  auto kernel = wide_slab_rows_gemm_kernel<BM, BN, BK, TM, TN>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  GemmArgs b = a;
+  b.max_count = BM;
+  kernel<<<static_cast<unsigned>(a.N / BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
                              int64_t variant) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
@@ -204,6 +348,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     // 48 KB of static shared memory); 12 x 4 on 8 warps is the library's few-rows tile.
     case 23: launch_one_row_tile<FewRows>(a, s); break;
     case 26: launch_narrow_fused<192, 64, 12, 8, 8>(a, s); break;   // 6 warps, 64 accumulators
+    // The library's one-row tile with wider slabs in dynamic shared memory, loads unchecked.
+    case 27: launch_wide_slab<192, 64, 16, 12, 4>(a, s); break;
+    case 28: launch_wide_slab<192, 64, 32, 12, 4>(a, s); break;
+    case 29: launch_wide_slab<192, 64, 64, 12, 4>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

@@ -36,9 +36,12 @@ VARIANTS = {
     "narrow-192x64x16-12x8-fused-zero": 19,
     "narrow-192x64x12-8x8-fused-zero": 26,
     "kmajor-192x64x16-12x8-3stage": 20, "kmajor-192x64x32-12x8-3stage": 21, "kmajor-192x64x16-12x8-4stage": 22,
+    # The library's one-row tile with 16-, 32- or 64-k slabs in dynamic shared memory, loads unchecked.
+    "wideslab-192x64x16-12x4": 27, "wideslab-192x64x32-12x4": 28, "wideslab-192x64x64-12x4": 29,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
-MAX_COUNT = {name: 192 for name in VARIANTS if "fused-zero" in name or name.startswith(("kmajor", "library-192"))}
+MAX_COUNT = {name: 192 for name in VARIANTS
+             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab"))}
 
 
 def main() -> int:
