@@ -32,9 +32,13 @@ step cublaslt_rows python3 scripts/experiments/cublaslt_rows.py --counts 179 128
 gemm_tiles_ncu() {
   local stalls=(--launch-skip 1 --launch-count 1 --section SchedulerStats --section WarpStateStats
                 --section ComputeWorkloadAnalysis --csv --page details)
-  for v in library-192x64x16-12x4 narrow-192x64x16-12x8-fused-zero; do
+  for v in library-192x64x16-12x4 narrow-192x64x16-12x8-fused-zero wideslab-192x64x32-12x4; do
     ncu --kernel-name regex:rows_gemm_kernel "${stalls[@]}" --section SourceCounters \
       python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || return 1
+    # Each stall reason's cycles per issued instruction (allowed to fail: the names vary by ncu release).
+    ncu --kernel-name regex:rows_gemm_kernel --launch-skip 1 --launch-count 1 --csv --page raw \
+      --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+      python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || echo "stall metrics: none"
   done
   ncu --kernel-name regex:ffma "${stalls[@]}" \
     python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 --counts 179 --budget 0.05
