@@ -114,6 +114,9 @@ def run_check(
         raise CheckError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
     if trials < 1:
         raise CheckError("--trials must be at least 1")
+    for flag, value in (("batch", batch), ("input", input_size), ("hidden", hidden)):
+        if value is not None and value < 1:
+            raise CheckError(f"--{flag} must be positive, got {value}")
     torch_dtype = DTYPES[dtype]
     dev = resolve_device(device)
     kb_tol = KERNELBENCH_TOL[dtype]

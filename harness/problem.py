@@ -11,6 +11,7 @@ import ast
 import contextlib
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import traceback
@@ -55,6 +56,8 @@ def load_class(spec: str, default_class: str = "ModelNew", problem_names: Option
         # shadow each other, and re-checking a file must re-read it.
         name = "_check_candidate_%x_%s" % (abs(hash(path)), os.path.splitext(os.path.basename(path))[0])
         module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None:
+            raise ImportError(f"{module_part} is not a Python source file (a .py path)")
         module = importlib.util.module_from_spec(module_spec)
         for key, value in (problem_names or {}).items():
             if not key.startswith("__"):
@@ -156,7 +159,7 @@ def overridden_source(path: str, sets: dict) -> str:
 def overridden_tree(path: str, sets: dict) -> ast.Module:
     with open(path) as f:
         tree = ast.parse(f.read(), filename=path)
-    body = [ast.parse(f"{OVERRIDES_NAME} = {sets!r}").body[0]]
+    body = [ast.parse(f"{OVERRIDES_NAME} = {source_literal(sets)}").body[0]]
     for stmt in tree.body:
         body.append(stmt)
         for name in sorted(assigned_names(stmt) & set(sets)):
@@ -164,6 +167,18 @@ def overridden_tree(path: str, sets: dict) -> ast.Module:
     body.append(ast.parse(f"del {OVERRIDES_NAME}").body[0])
     tree.body = body
     return ast.fix_missing_locations(tree)
+
+
+def source_literal(value) -> str:
+    """Python source for a --set value: repr, except non-finite floats, whose repr (nan, inf) is a name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({repr(value)!r})"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(source_literal(v) for v in value) + ("," if isinstance(value, tuple) and len(value) == 1 else "")
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{source_literal(k)}: {source_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def assigned_names(stmt) -> set:

@@ -259,6 +259,10 @@ def test_bad_arguments_exit_2(capsys):
     (["--rtol", "nan"], "--rtol must be a finite number >= 0, got nan"),
     (["--problems", str(Path(__file__).parent / "problems"), "--device", "cuda:0"], "a batch runs on cpu or cuda"),
     (["--json", "/no_such_folder/result.json"], "cannot write '/no_such_folder/result.json'"),
+    (["--batch", "-1"], "--batch must be positive, got -1"),
+    (["--hidden", "0"], "--hidden must be positive, got 0"),
+    (["--reference", str(Path(__file__).parent / "conftest.pyc") + ":Model"], "no such file"),
+    (["--reference", str(Path(__file__).parents[1] / "requirements.txt") + ":Model"], "is not a Python source file"),
     (["--problems", str(Path(__file__).parent / "problems"), "--json", "/no_such_folder/all.json"], "cannot write"),
 ])
 def test_bad_device_tolerance_or_json_path_is_an_error_before_any_model_runs(argv, message, capsys):
@@ -274,3 +278,19 @@ def test_a_gpu_index_past_the_visible_ones_is_named(monkeypatch):
     with pytest.raises(check.CheckError, match="cuda:1 requested but torch sees 1 GPU"):
         checker.resolve_device("cuda:1")
     assert checker.resolve_device("cuda:0") == torch.device("cuda:0")
+
+
+def test_a_non_finite_size_override_runs_the_problem_file():
+    # --scale nan once wrote `nan` into the problem's source (a NameError); the check now runs and
+    # reports the reference's own NaN.
+    r = check.run_check(model="reference:Model", trials=1, device="cpu", batch=4, input_size=16, hidden=8,
+                        scale=float("nan"))
+    assert r["verdict"] == "FAIL" and any("reference itself produced NaN" in h for h in r["hints"])
+
+
+def test_source_literal_round_trips_what_repr_does_not():
+    from harness.problem import source_literal
+    for value in (float("nan"), float("-inf"), (1, float("inf")), (3,), [2.5, float("nan")], {"a": float("inf")},
+                  8192, 1.5, True, None, "s"):
+        back = eval(source_literal(value))  # noqa: S307 - the literal this module writes into problem files
+        assert repr(back) == repr(value) and type(back) is type(value)
