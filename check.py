@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Optional
 
 from harness.checker import (DEFAULT_MODEL, DEFAULT_REFERENCE, DTYPES, KERNELBENCH_SEED, KERNELBENCH_TRIALS,
-                             REASONS, SCHEMA_VERSION, CheckError, format_report, kernelbench_trial_seeds, run_check)
+                             REASONS, SCHEMA_VERSION, CheckError, format_report, json_ready, kernelbench_trial_seeds,
+                             run_check)
 from harness import batch
 from harness.problem import SIZE_FLAGS, parse_sets
 
@@ -105,6 +106,8 @@ def batch_sets(args) -> dict:
     for flag, value in (("batch", args.batch), ("input", args.input_size), ("hidden", args.hidden),
                         ("scale", args.scale)):
         if value is not None:
+            if flag != "scale" and value < 1:
+                raise CheckError(f"--{flag} must be positive, got {value}")
             sets[SIZE_FLAGS[flag]] = value
     return sets
 
@@ -134,9 +137,8 @@ def main(argv: Optional[list] = None) -> int:
     print(format_report(result))
     if args.traceback and result.get("error"):
         print(result["error"]["traceback"], file=sys.stderr)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2, allow_nan=False)
+    if args.json:  # serialised whole before the file is opened: a value JSON cannot hold must not truncate it
+        Path(args.json).write_text(json.dumps(json_ready(result), indent=2, allow_nan=False))
     return 0 if result["passed"] else 1
 
 

@@ -265,16 +265,20 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
             record["returncode"] = proc.returncode
             if keep:
                 (keep / f"{report_stem(pair)}.txt").write_text(stdout + stderr)
-            result = json.loads(out.read_text()) if out.is_file() else None
+            how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+            tail = (stderr or stdout).strip().splitlines()[-1:] or [""]
+            died = f"the process died ({how}): {tail[0][:300]}"
+            try:
+                result = json.loads(out.read_text()) if out.is_file() else None
+            except ValueError as exc:  # a report cut short: the pair's failure, not the batch's
+                result, died = None, f"its JSON report is not valid ({exc}; {how})"
             if result is not None and tool == "check":
                 record.update(verdict=result.get("verdict"), reason=result.get("reason"),
                               message=result.get("message"))
             elif result is not None:
                 record.update(_bench_summary(result))
             else:
-                how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
-                tail = (stderr or stdout).strip().splitlines()[-1:] or [""]
-                record.update(verdict="CRASH", reason="crash", message=f"the process died ({how}): {tail[0][:300]}")
+                record.update(verdict="CRASH", reason="crash", message=died)
         record["seconds"] = time.perf_counter() - started
         return record
 

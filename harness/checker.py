@@ -63,6 +63,17 @@ REASONS = (
 
 
 
+def json_ready(value):
+    """`value` for strict JSON: every non-finite float as the string 'nan', 'inf' or '-inf'."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
+
+
 def resolve_device(device: str | None) -> torch.device:
     """--device as a torch.device (default: cuda where available): cpu, or cuda[:N] of a visible GPU."""
     if not device:

@@ -199,6 +199,9 @@ def parse_sets(items: Optional[list]) -> dict:
         name, eq, text = item.partition("=")
         if not eq or not name.isidentifier():
             raise CheckError(f"--set wants name=value, got {item!r}")
+        if text.strip() in ("nan", "inf", "-inf"):  # float's spellings, as a batch passes a --scale on
+            out[name] = float(text)
+            continue
         try:
             out[name] = ast.literal_eval(text)
         except (ValueError, SyntaxError):

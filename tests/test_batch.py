@@ -160,6 +160,19 @@ def test_a_pair_that_began_is_killed_at_its_timeout(tmp_path):
     assert late == "no result within 0.5 s" and proc.returncode is not None
 
 
+def test_a_report_cut_short_is_that_pairs_crash_not_the_batchs(tmp_path):
+    # A candidate that leaves half a JSON report behind (as a value JSON could not hold once did).
+    shutil.copy(PROBLEMS / "softmax.py", tmp_path / "softmax.py")
+    shutil.copy(PROBLEMS / "softmax_ok.py", tmp_path / "softmax_ok.py")
+    (tmp_path / "softmax_cut.py").write_text(
+        "import os, sys\nclass ModelNew:\n    pass\n"
+        "open(sys.argv[sys.argv.index('--json') + 1], 'w').write('{\"verdict\": ')\nos._exit(0)\n")
+    result = batch.run_batch(str(tmp_path), device="cpu", workers=1, timeout_s=120, trials=1, extra=["--quiet"])
+    got = {r["candidate"]: (r["verdict"], r["message"]) for r in result["results"]}
+    assert got["softmax_ok.py"][0] == "PASS"
+    assert got["softmax_cut.py"][0] == "CRASH" and "JSON report is not valid" in got["softmax_cut.py"][1]
+
+
 def test_a_whole_file_copy_of_its_problem_is_a_candidate_and_ignored_files_say_why(tmp_path):
     problem = (PROBLEMS / "softmax.py").read_text()
     (tmp_path / "softmax.py").write_text(problem)

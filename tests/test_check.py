@@ -5,6 +5,7 @@ where a different order shows up at fp32 1e-4 (see `ORDER_SIZES`).
 """
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -260,6 +261,7 @@ def test_bad_arguments_exit_2(capsys):
     (["--problems", str(Path(__file__).parent / "problems"), "--device", "cuda:0"], "a batch runs on cpu or cuda"),
     (["--json", "/no_such_folder/result.json"], "cannot write '/no_such_folder/result.json'"),
     (["--batch", "-1"], "--batch must be positive, got -1"),
+    (["--problems", str(Path(__file__).parent / "problems"), "--batch", "0"], "--batch must be positive, got 0"),
     (["--hidden", "0"], "--hidden must be positive, got 0"),
     (["--reference", str(Path(__file__).parent / "conftest.pyc") + ":Model"], "no such file"),
     (["--reference", str(Path(__file__).parents[1] / "requirements.txt") + ":Model"], "is not a Python source file"),
@@ -294,3 +296,21 @@ def test_source_literal_round_trips_what_repr_does_not():
                   8192, 1.5, True, None, "s"):
         back = eval(source_literal(value))  # noqa: S307 - the literal this module writes into problem files
         assert repr(back) == repr(value) and type(back) is type(value)
+
+
+def test_set_takes_float_spellings_of_non_finite_values():
+    from harness.problem import parse_sets
+    sets = parse_sets(["scaling_factor=nan", "a=inf", "b=-inf", "c=(3, 3)"])
+    assert math.isnan(sets["scaling_factor"]) and sets["a"] == math.inf and sets["b"] == -math.inf and sets["c"] == (3, 3)
+
+
+def test_json_report_is_strict_json_with_non_finite_values(tmp_path):
+    out = tmp_path / "r.json"
+    assert check.main(["--scale", "nan", "--device", "cpu", "--batch", "4", "--input", "16", "--hidden", "8",
+                       "--trials", "1", "--quiet", "--json", str(out)]) == 1
+
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    report = json.loads(out.read_text(), parse_constant=refuse)
+    assert report["verdict"] == "FAIL" and report["config"]["sizes"]["scale"] == "nan"
