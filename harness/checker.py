@@ -41,6 +41,7 @@ REASONS = (
     "construct_error",   # the constructor raised
     "patched_timer",     # --strict: see harness.strict.STRICT_REASONS for these
     "patched_check",
+    "patched_reference",
     "extra_threads",
     "forward_error",     # forward (or the synchronize after it) raised
     "not_a_tensor",      # forward returned something other than a Tensor
@@ -225,7 +226,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
             raise CheckError(f"the reference cannot be constructed: {type(exc).__name__}: {exc}{init_note}") from exc
 
         say(f"loading and constructing the candidate {describe(model)} ...")
-        watch = Watch() if strict_result is not None else None  # before the candidate's module runs
+        watch = Watch(ref_cls) if strict_result is not None else None  # before the candidate's module runs
         try:
             new_cls = load_class(model, problem_names=vars(ref_module)) if isinstance(model, str) else model
         except BaseException as exc:  # SystemExit from a candidate module must not end the check

@@ -31,6 +31,7 @@ from harness.protocol import set_seed, sync, to_device
 STRICT_REASONS = (
     "patched_timer",             # time.perf_counter, torch.cuda.synchronize, Event.record ... replaced
     "patched_check",             # torch.allclose, torch.equal, Tensor.__eq__ ... replaced
+    "patched_reference",         # the reference's class or module, nn.Module or a torch function replaced
     "extra_threads",             # a thread the candidate started is still running
     "tensor_subclass",           # the output is not a plain torch.Tensor (lazy, or comparisons overridden)
     "output_aliasing",           # the output shares storage with an input, a parameter or an earlier output
@@ -116,12 +117,53 @@ def _library_thread(thread: threading.Thread) -> bool:
     return origin.startswith(_LIBRARY_DIRS) or origin.split(".")[0] in ("torch", "triton")
 
 
-class Watch:
-    """What the candidate could patch, and the threads alive, before its module is imported."""
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
-    def __init__(self):
+
+def _torch_made(new: Any, original: Any) -> bool:
+    """Whether a replacement is torch's own (torch.compile wraps torch.manual_seed and
+    nn.Module.__init__): every function along its __wrapped__ chain is defined in torch's
+    package, and a chain that ends in a builtin ends in the original."""
+    f = new.__func__ if isinstance(new, (staticmethod, classmethod)) else new
+    for _ in range(16):
+        code = getattr(f, "__code__", None)
+        if code is None:
+            return f is original
+        if not os.path.abspath(code.co_filename).startswith(_TORCH_DIR):
+            return False
+        f = getattr(f, "__wrapped__", None)
+        if f is None:
+            return True
+    return False
+
+
+def _reference_namespaces(reference: Optional[type]) -> dict:
+    """name -> object whose namespace the candidate must leave as it was: torch's functions,
+    Tensor's methods, and the reference's class, its bases (nn.Module among them) and module.
+    A candidate that replaces one of them changes the answer it is compared with."""
+    owners = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.Tensor": torch.Tensor,
+              "torch.nn.Module": torch.nn.Module}
+    if reference is not None:
+        owners.update({f"{c.__module__}.{c.__qualname__}": c for c in reference.__mro__ if c is not object})
+        module = sys.modules.get(reference.__module__)
+        if module is not None:
+            owners[module.__name__] = module
+    return owners
+
+
+class Watch:
+    """What the candidate could patch, and the threads alive, before its module is imported
+    (`reference`: the reference's class, whose code and module are watched as well)."""
+
+    def __init__(self, reference: Optional[type] = None):
         self.items = _watched()
         self.originals = {name: self._lookup(owner, attr) for name, (owner, attr, _) in self.items.items()}
+        covered = {(id(owner), attr) for owner, attr, _ in self.items.values()}
+        # Callables only in modules (their numbers are the problem's sizes); everything in classes.
+        self.namespaces = {
+            name: (owner, {attr: value for attr, value in vars(owner).items()
+                           if (id(owner), attr) not in covered and (isinstance(owner, type) or callable(value))})
+            for name, owner in _reference_namespaces(reference).items()}
         self.threads = {t.ident for t in threading.enumerate()}
         _record_starts()
 
@@ -143,6 +185,15 @@ class Watch:
                 setattr(owner, attr, original)
             else:
                 delattr(owner, attr)
+        for name, (owner, values) in self.namespaces.items():
+            current = vars(owner)
+            for attr, original in values.items():
+                now = current.get(attr, _MISSING)
+                if now is original or (now is not _MISSING and _torch_made(now, original)):
+                    continue
+                what = "removed" if now is _MISSING else "replaced"
+                found.append(finding("patched_reference", f"{name}.{attr} was {what} {when}", seed))
+                setattr(owner, attr, original)
         return found
 
     def new_threads(self, when: str, seed: Optional[int] = None) -> list:
@@ -156,6 +207,9 @@ class Watch:
         self.threads |= {t.ident for t in extra}  # reported once
         return [finding("extra_threads", f"{len(extra)} thread(s) the candidate started are still running {when}: "
                                          f"{names}", seed)]
+
+
+_MISSING = object()
 
 
 def finding(reason: str, message: str, seed: Optional[int]) -> dict:

@@ -89,7 +89,8 @@ def test_each_honest_control_passes(name, device):
 # Without --strict (KernelBench's five trials) these pass: the reason --strict exists.
 PASS_WITHOUT_STRICT = ["replay_after_trials", "precomputed_trials", "zeros_after_trials", "raises_after_trials",
                        "lazy_subclass", "patched_event_timer", "patched_perf_counter", "patched_tensor_eq",
-                       "background_thread", "buffer_output", "reused_workspace", "nondeterministic_late"]
+                       "background_thread", "buffer_output", "reused_workspace", "nondeterministic_late",
+                       "patched_reference"]
 
 
 @pytest.mark.parametrize("name", PASS_WITHOUT_STRICT)
@@ -256,3 +257,25 @@ def test_what_a_failing_candidate_replaced_is_put_back(where, tmp_path):
                         strict=True, strict_seed=1)
     assert torch.equal is real
     assert r["verdict"] == "FAIL" and [f["reason"] for f in r["strict"]["findings"]] == ["patched_check"]
+
+
+def test_a_torch_function_replaced_is_found_and_put_back_but_torch_s_own_wrappers_are_not():
+    watch = strict.Watch()
+    real_softmax, real_seed = torch.softmax, torch.manual_seed
+    torch.softmax = lambda *a, **k: None  # a cheat's: changes the reference's answer too
+    # torch.compile wraps manual_seed with its own decorator: torch's code, the original inside.
+    torch.manual_seed = torch._disable_dynamo(real_seed)
+    found = watch.patched("in the test")
+    assert [f["reason"] for f in found] == ["patched_reference"] and "torch.softmax" in found[0]["message"]
+    assert torch.softmax is real_softmax
+    torch.manual_seed = real_seed
+    # A wrapper that claims the original (functools.wraps) but is not torch's is still found.
+    import functools
+
+    @functools.wraps(real_softmax)
+    def fake(*args, **kwargs):
+        return None
+
+    torch.softmax = fake
+    assert [f["reason"] for f in watch.patched("in the test")] == ["patched_reference"]
+    assert torch.softmax is real_softmax
