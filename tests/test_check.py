@@ -314,3 +314,66 @@ def test_json_report_is_strict_json_with_non_finite_values(tmp_path):
 
     report = json.loads(out.read_text(), parse_constant=refuse)
     assert report["verdict"] == "FAIL" and report["config"]["sizes"]["scale"] == "nan"
+
+
+INSTANCE_PATCH = '''
+import gc
+import torch
+import torch.nn as nn
+
+# The reference's instance exists before the candidate's module runs: make it answer zeros.
+for o in gc.get_objects():
+    if isinstance(o, nn.Module) and type(o).__name__ == "Model":
+        o.forward = lambda x: torch.zeros(x.shape[0], 1, dtype=x.dtype, device=x.device)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, input_size, hidden_size, scaling_factor):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.zeros(x.shape[0], 1, dtype=x.dtype, device=x.device)
+'''
+
+
+def test_the_reference_answers_before_the_candidate_is_loaded(tmp_path):
+    # When the reference answered in each trial, after the import, both sides said zeros and this passed.
+    cheat = tmp_path / "instance_patch.py"
+    cheat.write_text(INSTANCE_PATCH)
+    r = run(f"{cheat}:ModelNew", trials=2, device="cpu")
+    assert (r["verdict"], r["reason"]) == ("FAIL", "mismatch")
+    assert r["config"]["reference_answers_first"] == 2
+
+
+def _problem(folder, forward: str, inputs: str):
+    (folder / "p.py").write_text(
+        "import random\nimport torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        f"    def forward(self, x):\n        return {forward}\n\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n\ndef get_init_inputs():\n    return []\n")
+    (folder / "p_new.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n"
+        f"    def forward(self, x):\n        return {forward}\n")
+    return dict(model=f"{folder / 'p_new.py'}:ModelNew", reference=f"{folder / 'p.py'}:Model", device="cpu", trials=3)
+
+
+def test_the_candidate_starts_from_the_random_state_the_reference_left(tmp_path, monkeypatch):
+    # KernelBench runs the candidate right after the reference in each trial: a random draw in both
+    # forwards gives consecutive numbers. With the answers computed first, every trial's comparison is
+    # the one the reference answering in turn (no host bytes for answers first) gives.
+    from harness import checker
+    problem = _problem(tmp_path, "x + torch.rand_like(x)", "torch.rand(5, 8)[:4]")  # the draws differ in size
+    first = check.run_check(**problem)
+    monkeypatch.setattr(checker, "ANSWERS_FIRST_BYTES", 0)
+    in_turn = check.run_check(**problem)
+    assert first["config"]["reference_answers_first"] == 3 and in_turn["config"]["reference_answers_first"] == 0
+    assert (first["verdict"], first["reason"]) == (in_turn["verdict"], in_turn["reason"]) == ("FAIL", "mismatch")
+    assert [t["comparison"] for t in first["trials"]] == [t["comparison"] for t in in_turn["trials"]]
+    r = check.run_check(**_problem(tmp_path, "x * 2", "torch.rand(4, 8)"))
+    assert r["verdict"] == "PASS" and not any("in turn" in h for h in r["hints"])
+
+
+def test_inputs_that_the_seed_does_not_fix_are_answered_in_turn(tmp_path):
+    # get_inputs drawing from Python's generator: each draw differs, so the reference answers in turn.
+    r = check.run_check(**_problem(tmp_path, "x * 2", "torch.full((4, 8), random.random())"))
+    assert r["verdict"] == "PASS"
+    assert any("3/3 trials: get_inputs is not reproducible" in h for h in r["hints"]), r["hints"]
