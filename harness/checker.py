@@ -232,6 +232,7 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
         say(f"the reference's answers to the {trials} trials' inputs, before the candidate is loaded ...")
         ahead = _reference_answers(seeds, dev, torch_dtype, make_inputs, ref_model, keep_integer_inputs)
         result["config"]["reference_answers_first"] = len(ahead)
+        result["config"]["inputs_reproducible"] = ahead is not NOT_REPRODUCIBLE
 
         # The fp64 oracle. This problem's exact answer is x @ W.sum(0) * (s / 2) with the
         # weight the reference holds; any other problem's is its reference run in float64.
@@ -341,6 +342,13 @@ def _set_rng_states(states: tuple, dev: torch.device) -> None:
         torch.cuda.set_rng_state(states[1], dev)
 
 
+class _NotReproducible(dict):
+    """No answers: the problem's get_inputs draws other values from the same seed."""
+
+
+NOT_REPRODUCIBLE = _NotReproducible()
+
+
 def _reference_answers(seeds, dev, torch_dtype, make_inputs, ref_model, keep_integer_inputs) -> dict:
     """trial index -> (the reference's output on the host, the random state its forward left,
     its seconds): each trial as KernelBench runs its reference, up to ANSWERS_FIRST_BYTES (and a
@@ -356,6 +364,12 @@ def _reference_answers(seeds, dev, torch_dtype, make_inputs, ref_model, keep_int
         pristine = [to_device(x, host, torch_dtype, keep_integer_inputs) for x in drawn]
         del drawn
         drawn_print = inputs_fingerprint(pristine)
+        if i == 0:  # whether a trial's inputs can be drawn again: decided before the candidate can interfere
+            set_seed(trial_seed, dev)
+            again = [to_device(x, host, torch_dtype, keep_integer_inputs) for x in make_inputs()]
+            if inputs_fingerprint(again) != drawn_print:
+                return NOT_REPRODUCIBLE
+            del again
         ref_inputs = device_copies(pristine, dev)
         del pristine
         set_seed(trial_seed, dev)
@@ -423,9 +437,9 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     note = cast_note(drawn, torch_dtype, keep_integer_inputs)
     del drawn
     if answer is not None and inputs_fingerprint(pristine) != answer[3]:
-        # get_inputs drew other values from the same seed (a generator torch does not seed):
-        # the reference answers these inputs in turn, as in KernelBench's loop.
-        answer, rec["reference_in_turn"] = None, "get_inputs is not reproducible from the trial's seed"
+        # Drawn twice alike before the candidate loaded, other values now: the candidate is
+        # compared with the answer to the inputs the problem gave (the hint says so).
+        rec["inputs_changed"] = True
     if answer is not None:  # the candidate starts from the random state the reference's forward left
         ref_out = answer[0].to(dev)
         _set_rng_states(answer[1], dev)
@@ -683,10 +697,14 @@ def _hints(result: dict) -> list:
         hints.append(f"the candidate wrote into its input in {len(mutated)}/{n} trials (input {m['input']}: "
                      f"{m['n_changed']} of {m['n_elements']} elements in trial {mutated[0]['index']}): KernelBench "
                      f"does not look, so neither does this verdict; --strict fails it (mutated_input)")
-    in_turn = [t for t in trials if t.get("reference_in_turn")]
-    if in_turn:
-        hints.append(f"{len(in_turn)}/{n} trials: {in_turn[0]['reference_in_turn']}; their reference answered "
-                     f"after the candidate was loaded, as in KernelBench's loop")
+    if cfg.get("inputs_reproducible") is False:
+        hints.append("get_inputs draws other values from the same seed (a generator torch does not seed): the "
+                     "reference answered each trial in turn, after the candidate was loaded, as in KernelBench's loop")
+    changed = [t for t in trials if t.get("inputs_changed")]
+    if changed:
+        hints.append(f"{len(changed)}/{n} trials drew other inputs from their seed than before the candidate was "
+                     f"loaded (was the problem's get_inputs changed?); they were compared with the reference's "
+                     f"answer to the inputs drawn first")
     if any(t["nonfinite"] and t["nonfinite"]["reference"] for t in trials):
         hints.append("the reference itself produced NaN/Inf: torch.allclose fails NaN == NaN, "
                      "so KernelBench fails even the reference here")

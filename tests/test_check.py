@@ -375,5 +375,21 @@ def test_the_candidate_starts_from_the_random_state_the_reference_left(tmp_path,
 def test_inputs_that_the_seed_does_not_fix_are_answered_in_turn(tmp_path):
     # get_inputs drawing from Python's generator: each draw differs, so the reference answers in turn.
     r = check.run_check(**_problem(tmp_path, "x * 2", "torch.full((4, 8), random.random())"))
-    assert r["verdict"] == "PASS"
-    assert any("3/3 trials: get_inputs is not reproducible" in h for h in r["hints"]), r["hints"]
+    assert r["verdict"] == "PASS" and r["config"]["reference_answers_first"] == 0
+    assert any("get_inputs draws other values from the same seed" in h for h in r["hints"]), r["hints"]
+
+
+def test_inputs_changed_after_the_candidate_loaded_keep_the_answers(tmp_path):
+    # A candidate that rewrites the problem's get_inputs (the reference would then have to answer in
+    # turn, after its instance was patched too) is compared with the answers to the inputs drawn first.
+    problem = _problem(tmp_path, "x * 2", "torch.rand(4, 8)")
+    (tmp_path / "p_new.py").write_text(
+        "import gc\nimport torch\nimport torch.nn as nn\n\n"
+        "get_inputs.__code__ = (lambda: [torch.zeros(4, 8)]).__code__  # noqa: F821 - the problem's\n"
+        "for o in gc.get_objects():\n"
+        "    if isinstance(o, nn.Module) and type(o).__name__ == 'Model':\n"
+        "        o.forward = lambda x: torch.zeros_like(x)\n\n\n"
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.zeros_like(x)\n")
+    r = check.run_check(**problem)
+    assert (r["verdict"], r["reason"]) == ("FAIL", "mismatch")
+    assert any("drew other inputs from their seed" in h for h in r["hints"]), r["hints"]
