@@ -10,11 +10,10 @@ the reason for a broken candidate. `format_report` turns the result into text.
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 
@@ -232,7 +231,6 @@ def _run_check(model, reference, ref_cls, ref_module, init_inputs, sizes, overri
         say(f"the reference's answers to the {trials} trials' inputs, before the candidate is loaded ...")
         ahead = _reference_answers(seeds, dev, torch_dtype, make_inputs, ref_model, keep_integer_inputs)
         result["config"]["reference_answers_first"] = len(ahead)
-        result["config"]["inputs_reproducible"] = ahead is not NOT_REPRODUCIBLE
 
         # The fp64 oracle. This problem's exact answer is x @ W.sum(0) * (s / 2) with the
         # weight the reference holds; any other problem's is its reference run in float64.
@@ -327,9 +325,18 @@ def device_copies(inputs: list, dev: torch.device) -> list:
     return [x.to(dev, copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-# Host bytes of the reference's answers computed before the candidate is loaded; trials past it
-# run the reference in turn, as KernelBench does (the report counts the trials answered first).
+# Host bytes of the inputs and answers of the trials answered before the candidate is loaded
+# (trial 0 always is); later trials run the reference in turn, as KernelBench does.
 ANSWERS_FIRST_BYTES = 2 << 30
+
+
+class Answer(NamedTuple):
+    """A trial's inputs as the reference got them, its output and the random state it left."""
+
+    inputs: list  # on the host, cast as KernelBench casts them
+    output: torch.Tensor  # on the host
+    rng: tuple
+    seconds: float
 
 
 def _rng_states(dev: torch.device) -> tuple:
@@ -342,67 +349,24 @@ def _set_rng_states(states: tuple, dev: torch.device) -> None:
         torch.cuda.set_rng_state(states[1], dev)
 
 
-class _NotReproducible(dict):
-    """No answers: the problem's get_inputs draws other values from the same seed."""
+def _tensor_bytes(values) -> int:
+    return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
 
 
-NOT_REPRODUCIBLE = _NotReproducible()
+def _draw_inputs(trial_seed, dev, torch_dtype, make_inputs, keep_integer_inputs) -> tuple[list, str]:
+    """A trial's inputs, drawn from its seed and cast as KernelBench does, on the host; and the cast note."""
+    set_seed(trial_seed, dev)
+    drawn = list(make_inputs())
+    note = cast_note(drawn, torch_dtype, keep_integer_inputs)
+    return [to_device(x, torch.device("cpu"), torch_dtype, keep_integer_inputs) for x in drawn], note
 
 
-def _reference_answers(seeds, dev, torch_dtype, make_inputs, ref_model, keep_integer_inputs) -> dict:
-    """trial index -> (the reference's output on the host, the random state its forward left,
-    its seconds): each trial as KernelBench runs its reference, up to ANSWERS_FIRST_BYTES (and a
-    quarter of the host's free memory)."""
-    free = free_host_bytes()
-    budget = ANSWERS_FIRST_BYTES if free is None else min(ANSWERS_FIRST_BYTES, free // 4)
-    answers, held = {}, 0
-    host = torch.device("cpu")
-    for i, trial_seed in enumerate(seeds):
-        set_seed(trial_seed, dev)
-        drawn = list(make_inputs())
-        note = cast_note(drawn, torch_dtype, keep_integer_inputs)
-        pristine = [to_device(x, host, torch_dtype, keep_integer_inputs) for x in drawn]
-        del drawn
-        drawn_print = inputs_fingerprint(pristine)
-        if i == 0:  # whether a trial's inputs can be drawn again: decided before the candidate can interfere
-            set_seed(trial_seed, dev)
-            again = [to_device(x, host, torch_dtype, keep_integer_inputs) for x in make_inputs()]
-            if inputs_fingerprint(again) != drawn_print:
-                return NOT_REPRODUCIBLE
-            del again
-        ref_inputs = device_copies(pristine, dev)
-        del pristine
-        set_seed(trial_seed, dev)
-        t0 = time.perf_counter()
-        ref_out = _reference_forward(ref_model, ref_inputs, dev, i, note)
-        seconds = time.perf_counter() - t0
-        states = _rng_states(dev)
-        del ref_inputs
-        nbytes = ref_out.numel() * ref_out.element_size()
-        if held + nbytes > budget:
-            break
-        answers[i] = (ref_out.cpu(), states, seconds, drawn_print)
-        held += nbytes
-    return answers
-
-
-def inputs_fingerprint(inputs: list) -> str:
-    """A hash of the inputs' values, shapes and dtypes (a trial's inputs drawn again must equal
-    those the reference answered)."""
-    h = hashlib.blake2b(digest_size=16)
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            h.update(f"{x.dtype}{tuple(x.shape)}{x.layout}".encode())
-            try:
-                h.update(x.detach().contiguous().view(torch.uint8).numpy().tobytes() if x.numel() else b"")
-            except (RuntimeError, TypeError):  # sparse and other layouts: their dense values
-                h.update(x.detach().to_dense().double().numpy().tobytes())
-        else:
-            h.update(repr(x).encode())
-    return h.hexdigest()
-
-
-def _reference_forward(ref_model, ref_inputs, dev, i, note) -> torch.Tensor:
+def _reference_forward(ref_model, pristine, trial_seed, dev, i, note) -> tuple[torch.Tensor, float]:
+    """The reference on its own copy of the inputs, from the trial's seed (KernelBench seeds again
+    after drawing them); its output and seconds."""
+    ref_inputs = device_copies(pristine, dev)
+    set_seed(trial_seed, dev)
+    t0 = time.perf_counter()
     try:
         ref_out = ref_model(*ref_inputs)
         sync(dev)
@@ -411,14 +375,33 @@ def _reference_forward(ref_model, ref_inputs, dev, i, note) -> torch.Tensor:
     if not isinstance(ref_out, torch.Tensor):  # KernelBench compares one tensor: it fails every candidate here
         raise CheckError(f"the reference's forward returned a {type(ref_out).__name__}, not a tensor; KernelBench "
                          f"compares one output tensor (its check fails every candidate of this problem)")
-    return ref_out
+    return ref_out, time.perf_counter() - t0
+
+
+def _reference_answers(seeds, dev, torch_dtype, make_inputs, ref_model, keep_integer_inputs) -> dict:
+    """trial index -> Answer, each trial as KernelBench runs its reference, while the inputs and
+    answers kept fit ANSWERS_FIRST_BYTES and a quarter of the host's free memory (trial 0 always:
+    the check holds one trial's inputs in any case). A trial's inputs are drawn once; the
+    candidate gets the same ones."""
+    free = free_host_bytes()
+    budget = ANSWERS_FIRST_BYTES if free is None else min(ANSWERS_FIRST_BYTES, free // 4)
+    answers, held, last = {}, 0, 0
+    for i, trial_seed in enumerate(seeds):
+        if i > 0 and held + last > budget:  # decided before the forward: a reference runs once a trial
+            break
+        pristine, note = _draw_inputs(trial_seed, dev, torch_dtype, make_inputs, keep_integer_inputs)
+        ref_out, seconds = _reference_forward(ref_model, pristine, trial_seed, dev, i, note)
+        answers[i] = Answer(pristine, ref_out.cpu(), _rng_states(dev), seconds)
+        last = _tensor_bytes(pristine) + _tensor_bytes([ref_out])
+        held += last
+    return answers
 
 
 def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_model,
                atol, rtol, kb_tol, colsum64, oracle_scale, history, oracle_model=None,
-               keep_integer_inputs=False, watch=None, strict_seed=None, answer=None) -> dict:
+               keep_integer_inputs=False, watch=None, strict_seed=None, answer: Optional[Answer] = None) -> dict:
     """One trial: fresh inputs, each model on its own copy, then every check. `answer`: the
-    reference's output, random state after it and seconds, computed before the candidate loaded."""
+    trial's inputs and the reference's answer, computed before the candidate was loaded."""
     rec: dict = {
         "index": i, "seed": trial_seed, "status": "pass", "reasons": [],
         "kernelbench_pass": False, "bit_exact": False, "allclose": False, "equal_elements": 0, "elements": 0,
@@ -428,29 +411,15 @@ def _run_trial(i, trial_seed, dev, torch_dtype, make_inputs, ref_model, new_mode
     }
     out: dict = {"_record": rec}
 
-    set_seed(trial_seed, dev)
-    drawn = list(make_inputs())
     # The pristine inputs stay on the host; each model gets its own device copy in turn, so
     # the device holds one copy of the inputs and the two outputs at a time.
-    host = torch.device("cpu")
-    pristine = [to_device(x, host, torch_dtype, keep_integer_inputs) for x in drawn]
-    note = cast_note(drawn, torch_dtype, keep_integer_inputs)
-    del drawn
-    if answer is not None and inputs_fingerprint(pristine) != answer[3]:
-        # Drawn twice alike before the candidate loaded, other values now: the candidate is
-        # compared with the answer to the inputs the problem gave (the hint says so).
-        rec["inputs_changed"] = True
     if answer is not None:  # the candidate starts from the random state the reference's forward left
-        ref_out = answer[0].to(dev)
-        _set_rng_states(answer[1], dev)
-        rec["seconds"]["reference"] = answer[2]
+        pristine, ref_out = answer.inputs, answer.output.to(dev)
+        _set_rng_states(answer.rng, dev)
+        rec["seconds"]["reference"] = answer.seconds
     else:
-        ref_inputs = device_copies(pristine, dev)
-        set_seed(trial_seed, dev)  # KernelBench seeds again after drawing the inputs: the reference runs from there
-        t0 = time.perf_counter()
-        ref_out = _reference_forward(ref_model, ref_inputs, dev, i, note)
-        rec["seconds"]["reference"] = time.perf_counter() - t0
-        del ref_inputs
+        pristine, note = _draw_inputs(trial_seed, dev, torch_dtype, make_inputs, keep_integer_inputs)
+        ref_out, rec["seconds"]["reference"] = _reference_forward(ref_model, pristine, trial_seed, dev, i, note)
     rec["reference_shape"] = list(ref_out.shape)
     new_inputs = device_copies(pristine, dev)
     if watch is not None and dev.type == "cuda":
@@ -697,14 +666,6 @@ def _hints(result: dict) -> list:
         hints.append(f"the candidate wrote into its input in {len(mutated)}/{n} trials (input {m['input']}: "
                      f"{m['n_changed']} of {m['n_elements']} elements in trial {mutated[0]['index']}): KernelBench "
                      f"does not look, so neither does this verdict; --strict fails it (mutated_input)")
-    if cfg.get("inputs_reproducible") is False:
-        hints.append("get_inputs draws other values from the same seed (a generator torch does not seed): the "
-                     "reference answered each trial in turn, after the candidate was loaded, as in KernelBench's loop")
-    changed = [t for t in trials if t.get("inputs_changed")]
-    if changed:
-        hints.append(f"{len(changed)}/{n} trials drew other inputs from their seed than before the candidate was "
-                     f"loaded (was the problem's get_inputs changed?); they were compared with the reference's "
-                     f"answer to the inputs drawn first")
     if any(t["nonfinite"] and t["nonfinite"]["reference"] for t in trials):
         hints.append("the reference itself produced NaN/Inf: torch.allclose fails NaN == NaN, "
                      "so KernelBench fails even the reference here")

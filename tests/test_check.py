@@ -359,11 +359,11 @@ def _problem(folder, forward: str, inputs: str):
 def test_the_candidate_starts_from_the_random_state_the_reference_left(tmp_path, monkeypatch):
     # KernelBench runs the candidate right after the reference in each trial: a random draw in both
     # forwards gives consecutive numbers. With the answers computed first, every trial's comparison is
-    # the one the reference answering in turn (no host bytes for answers first) gives.
+    # the one the reference answering in turn (KernelBench's order) gives.
     from harness import checker
     problem = _problem(tmp_path, "x + torch.rand_like(x)", "torch.rand(5, 8)[:4]")  # the draws differ in size
     first = check.run_check(**problem)
-    monkeypatch.setattr(checker, "ANSWERS_FIRST_BYTES", 0)
+    monkeypatch.setattr(checker, "_reference_answers", lambda *args: {})
     in_turn = check.run_check(**problem)
     assert first["config"]["reference_answers_first"] == 3 and in_turn["config"]["reference_answers_first"] == 0
     assert (first["verdict"], first["reason"]) == (in_turn["verdict"], in_turn["reason"]) == ("FAIL", "mismatch")
@@ -372,24 +372,23 @@ def test_the_candidate_starts_from_the_random_state_the_reference_left(tmp_path,
     assert r["verdict"] == "PASS" and not any("in turn" in h for h in r["hints"])
 
 
-def test_inputs_that_the_seed_does_not_fix_are_answered_in_turn(tmp_path):
-    # get_inputs drawing from Python's generator: each draw differs, so the reference answers in turn.
+def test_inputs_the_seed_does_not_fix_are_drawn_once_for_both_models(tmp_path):
+    # get_inputs drawing from Python's generator: each draw differs. A trial's inputs are drawn once
+    # and the reference and the candidate both get them, as in KernelBench's loop.
     r = check.run_check(**_problem(tmp_path, "x * 2", "torch.full((4, 8), random.random())"))
-    assert r["verdict"] == "PASS" and r["config"]["reference_answers_first"] == 0
-    assert any("get_inputs draws other values from the same seed" in h for h in r["hints"]), r["hints"]
+    assert r["verdict"] == "PASS" and r["config"]["reference_answers_first"] == 3
 
 
-def test_inputs_changed_after_the_candidate_loaded_keep_the_answers(tmp_path):
-    # A candidate that rewrites the problem's get_inputs (the reference would then have to answer in
-    # turn, after its instance was patched too) is compared with the answers to the inputs drawn first.
+def test_get_inputs_rewritten_at_import_is_not_called_again(tmp_path):
+    # A candidate that rewrites the problem's get_inputs (to raise, here) and patches the reference's
+    # instance: the trials answered first use the inputs drawn before, and the candidate's zeros fail.
     problem = _problem(tmp_path, "x * 2", "torch.rand(4, 8)")
     (tmp_path / "p_new.py").write_text(
         "import gc\nimport torch\nimport torch.nn as nn\n\n"
-        "get_inputs.__code__ = (lambda: [torch.zeros(4, 8)]).__code__  # noqa: F821 - the problem's\n"
+        "get_inputs.__code__ = (lambda: 1 / 0).__code__  # noqa: F821 - the problem's\n"
         "for o in gc.get_objects():\n"
         "    if isinstance(o, nn.Module) and type(o).__name__ == 'Model':\n"
         "        o.forward = lambda x: torch.zeros_like(x)\n\n\n"
         "class ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.zeros_like(x)\n")
     r = check.run_check(**problem)
-    assert (r["verdict"], r["reason"]) == ("FAIL", "mismatch")
-    assert any("drew other inputs from their seed" in h for h in r["hints"]), r["hints"]
+    assert (r["verdict"], r["reason"]) == ("FAIL", "mismatch") and r["config"]["reference_answers_first"] == 3
