@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Optional
 
 from harness.checker import (DEFAULT_MODEL, DEFAULT_REFERENCE, DTYPES, KERNELBENCH_SEED, KERNELBENCH_TRIALS,
-                             REASONS, SCHEMA_VERSION, CheckError, format_report, json_ready, kernelbench_trial_seeds,
-                             run_check)
+                             REASONS, SCHEMA_VERSION, CheckError, format_report, kernelbench_trial_seeds, run_check)
 from harness import batch
-from harness.problem import SIZE_FLAGS, parse_sets
+from harness.compare import json_ready
+from harness.problem import SIZE_FLAGS, check_counts, parse_sets
 
 # What scripts and tests use from this module besides the command line.
 __all__ = ["REASONS", "SCHEMA_VERSION", "CheckError", "format_report", "kernelbench_trial_seeds", "main", "run_check"]
@@ -103,11 +103,10 @@ def batch_sets(args) -> dict:
     """--set and the size flags as {name: value} for every pair (the size flags are this
     problem's names: batch_size, input_size, hidden_size, scaling_factor)."""
     sets = parse_sets(args.sets)
+    check_counts(batch=args.batch, input=args.input_size, hidden=args.hidden)
     for flag, value in (("batch", args.batch), ("input", args.input_size), ("hidden", args.hidden),
                         ("scale", args.scale)):
         if value is not None:
-            if flag != "scale" and value < 1:
-                raise CheckError(f"--{flag} must be positive, got {value}")
             sets[SIZE_FLAGS[flag]] = value
     return sets
 

@@ -19,7 +19,7 @@ import torch
 
 from harness.compare import (SWEEP_TOLS, changed_inputs, compare_outputs, count_equal, count_nonfinite,
                              fingerprint, nan_where_finite, oracle_error, oracle_output, pass_at, same_fingerprint)
-from harness.problem import (SIZE_FLAGS, CheckError, describe, double_inputs, error_info, is_this_problem,
+from harness.problem import (SIZE_FLAGS, CheckError, check_counts, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
 from harness.memory import (estimate_bytes, free_device_bytes, free_host_bytes, host_bytes, refuse_if_host_too_small,
                             refuse_if_too_big)
@@ -62,17 +62,6 @@ REASONS = (
     "side_stream",
 )
 
-
-
-def json_ready(value):
-    """`value` for strict JSON: every non-finite float as the string 'nan', 'inf' or '-inf'."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
 
 
 def resolve_device(device: str | None) -> torch.device:
@@ -126,9 +115,7 @@ def run_check(
         raise CheckError(f"unknown dtype {dtype!r}; choose from {', '.join(DTYPES)}")
     if trials < 1:
         raise CheckError("--trials must be at least 1")
-    for flag, value in (("batch", batch), ("input", input_size), ("hidden", hidden)):
-        if value is not None and value < 1:
-            raise CheckError(f"--{flag} must be positive, got {value}")
+    check_counts(batch=batch, input=input_size, hidden=hidden)
     torch_dtype = DTYPES[dtype]
     dev = resolve_device(device)
     kb_tol = KERNELBENCH_TOL[dtype]

@@ -19,6 +19,17 @@ def json_float(v: float) -> Any:
     return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
 
 
+def json_ready(value: Any) -> Any:
+    """`value` for strict JSON: json_float on every float inside it."""
+    if isinstance(value, float):
+        return json_float(value)
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
+
+
 # Elements compared at a time: the fp64 temporaries of a chunk, not of a whole output
 # (five outputs' worth in fp64 for a 6 GB output would not fit beside the rest). On a GPU the
 # statistics run beside the two outputs, so its chunks are smaller: their temporaries stay

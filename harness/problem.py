@@ -94,6 +94,13 @@ def error_info(stage: str, exc: BaseException) -> dict:
 SIZE_FLAGS = {"batch": "batch_size", "input": "input_size", "hidden": "hidden_size", "scale": "scaling_factor"}
 
 
+def check_counts(**flags) -> None:
+    """The size flags that count something (--batch, --input, --hidden) must be positive."""
+    for flag, value in flags.items():
+        if value is not None and value < 1:
+            raise CheckError(f"--{flag} must be positive, got {value}")
+
+
 def problem_values(module) -> dict:
     """The module-level numbers of a problem file (its sizes): what `--set` can change."""
     def plain(v):
@@ -173,9 +180,10 @@ def source_literal(value) -> str:
     """Python source for a --set value: repr, except non-finite floats, whose repr (nan, inf) is a name."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"float({repr(value)!r})"
-    if isinstance(value, (tuple, list)):
-        inner = ", ".join(source_literal(v) for v in value) + ("," if isinstance(value, tuple) and len(value) == 1 else "")
-        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, tuple):  # a trailing comma each: (3,) stays a tuple
+        return "(" + "".join(f"{source_literal(v)}, " for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(source_literal(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{source_literal(k)}: {source_literal(v)}" for k, v in value.items()) + "}"
     return repr(value)
