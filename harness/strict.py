@@ -118,6 +118,7 @@ def _library_thread(thread: threading.Thread) -> bool:
 
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_MISSING = object()  # an attribute the candidate deleted
 
 
 def _torch_made(new: Any, original: Any) -> bool:
@@ -207,9 +208,6 @@ class Watch:
         self.threads |= {t.ident for t in extra}  # reported once
         return [finding("extra_threads", f"{len(extra)} thread(s) the candidate started are still running {when}: "
                                          f"{names}", seed)]
-
-
-_MISSING = object()
 
 
 def finding(reason: str, message: str, seed: Optional[int]) -> dict:
