@@ -1,6 +1,6 @@
 // Variants of kernels/hybrid.cu's rows_gemm, for scripts/experiments/gemm_tiles.py: the library's
 // kernel template at other tiles and per-thread accumulators (TM x TN), beside the library's own
-// three, a K-major cp.async kernel of its own, and the one-row tile with wider slabs. Removed variants (the first generalisation,
+// three, a K-major cp.async kernel of its own, and the one-row tile with wider slabs (and more warps). Removed variants (the first generalisation,
 // 1-4, after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64): their
 // figures are rows of results/measurements.csv.
 #include "hybrid.cu"
@@ -180,10 +180,10 @@ template <int BM, int BN, int BK, int TM, int TN>
 struct WideSlabTile {
   static constexpr int RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
   static constexpr int SA = BM + 4, SB = BN + 4;  // shared row lengths (floats): transposed stores spread over banks
-  static constexpr int kALoads = BM * BK / 4 / kThreads, kBLoads = BN * BK / 4 / kThreads;
+  static constexpr int kAVecs = BM * BK / 4, kBVecs = BN * BK / 4;  // float4s a slab
+  static constexpr int kALoads = (kAVecs + kThreads - 1) / kThreads, kBLoads = (kBVecs + kThreads - 1) / kThreads;
   static constexpr int kBufFloats = BK * (SA + SB);
   static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
-  static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
 };
 
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
   int a_row[Tile::kALoads], a_k[Tile::kALoads];
 #pragma unroll
   for (int i = 0; i < Tile::kALoads; ++i) {
-    const int idx = tid + i * T;
+    const int idx = (i + 1) * T <= Tile::kAVecs ? tid + i * T : min(tid + i * T, Tile::kAVecs - 1);  // a last round repeats a load
     a_row[i] = idx / (BK / 4);
     a_k[i] = idx % (BK / 4) * 4;
     const int64_t r = a_row[i] < count ? a.rows[a_row[i]] : -1;
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
   int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
 #pragma unroll
   for (int i = 0; i < Tile::kBLoads; ++i) {
-    const int idx = tid + i * T;
+    const int idx = (i + 1) * T <= Tile::kBVecs ? tid + i * T : min(tid + i * T, Tile::kBVecs - 1);
     b_row[i] = idx / (BK / 4);
     b_k[i] = idx % (BK / 4) * 4;
     b_src[i] = reinterpret_cast<const float4*>(a.w + (h0 + b_row[i]) * a.w_stride + b_k[i]);  // N % BN == 0
@@ -352,6 +352,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 27: launch_wide_slab<192, 64, 16, 12, 4>(a, s); break;
     case 28: launch_wide_slab<192, 64, 32, 12, 4>(a, s); break;
     case 29: launch_wide_slab<192, 64, 64, 12, 4>(a, s); break;
+    // The same 12288 outputs an SM on more warps with fewer accumulators each (latency hidden
+    // by warps rather than by each warp's independent FMAs): 12 warps of 32, 24 warps of 16.
+    case 30: launch_wide_slab<192, 64, 64, 8, 4>(a, s); break;
+    case 31: launch_wide_slab<192, 64, 32, 4, 4>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;
