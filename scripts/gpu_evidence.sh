@@ -21,7 +21,8 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
 step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 library-128x128x16-8x8 \
   narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-4stage wideslab-192x64x16-12x4 wideslab-192x64x32-12x4 \
-  wideslab-192x64x64-12x4 wideslab-192x64x64-8x4 wideslab-192x64x32-4x4 --counts 0 1 96 179 192 \
+  wideslab-192x64x64-12x4 wideslab-192x64x64-8x4 wideslab-192x64x32-4x4 wideslab-192x64x16-12x4-serpentine \
+  --counts 0 1 96 179 192 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 # cuBLASLt's own kernels without split-K on the gathered rows: which give torch.matmul's bits, how fast.
 step cublaslt_rows python3 scripts/experiments/cublaslt_rows.py --counts 179 128 192 256 \
@@ -32,7 +33,7 @@ step cublaslt_rows python3 scripts/experiments/cublaslt_rows.py --counts 179 128
 gemm_tiles_ncu() {
   local stalls=(--launch-skip 1 --launch-count 1 --section SchedulerStats --section WarpStateStats
                 --section ComputeWorkloadAnalysis --csv --page details)
-  for v in library-192x64x16-12x4 narrow-192x64x16-12x8-fused-zero wideslab-192x64x32-12x4; do
+  for v in library-192x64x16-12x4 wideslab-192x64x16-12x4 wideslab-192x64x16-12x4-serpentine; do
     ncu --kernel-name regex:rows_gemm_kernel "${stalls[@]}" --section SourceCounters \
       python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || return 1
     # Each stall reason's cycles per issued instruction (allowed to fail: the names vary by ncu release).

@@ -187,7 +187,9 @@ struct WideSlabTile {
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
 };
 
-template <int BM, int BN, int BK, int TM, int TN>
+// kSerpentine: each row of a thread's accumulators in the other direction from the last, so that
+// the FFMA after a row's end reads the same B register (operand reuse; the chains' orders unchanged).
+template <int BM, int BN, int BK, int TM, int TN, bool kSerpentine = false>
 __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
     wide_slab_rows_gemm_kernel(GemmArgs a) {
   using Tile = WideSlabTile<BM, BN, BK, TM, TN>;
@@ -283,7 +285,10 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+        for (int jj = 0; jj < TN; ++jj) {
+          const int j = kSerpentine && (i & 1) ? TN - 1 - jj : jj;
+          acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+        }
     }
     if (s + 1 < slabs) store_slab(buf ^ 1);
     __syncthreads();
@@ -302,13 +307,13 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
   }
 }
 
-template <int BM, int BN, int BK, int TM, int TN>
+template <int BM, int BN, int BK, int TM, int TN, bool kSerpentine = false>
 void launch_wide_slab(const GemmArgs& a, cudaStream_t stream) {
   using Tile = WideSlabTile<BM, BN, BK, TM, TN>;
   TORCH_CHECK(a.K % BK == 0 && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
               "wide-slab variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = wide_slab_rows_gemm_kernel<BM, BN, BK, TM, TN>;
+  auto kernel = wide_slab_rows_gemm_kernel<BM, BN, BK, TM, TN, kSerpentine>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
   GemmArgs b = a;
   b.max_count = BM;
@@ -356,6 +361,8 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     // by warps rather than by each warp's independent FMAs): 12 warps of 32, 24 warps of 16.
     case 30: launch_wide_slab<192, 64, 64, 8, 4>(a, s); break;
     case 31: launch_wide_slab<192, 64, 32, 4, 4>(a, s); break;
+    // 27 with its accumulator rows in serpentine order.
+    case 32: launch_wide_slab<192, 64, 16, 12, 4, true>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;
