@@ -22,7 +22,7 @@ from harness.compare import (SWEEP_TOLS, changed_inputs, compare_outputs, count_
 from harness.problem import (SIZE_FLAGS, CheckError, check_counts, describe, double_inputs, error_info, is_this_problem,
                              load_class, problem_overrides, problem_values, resolve_sizes)
 from harness.memory import (estimate_bytes, free_device_bytes, free_host_bytes, host_bytes, refuse_if_host_too_small,
-                            refuse_if_too_big)
+                            refuse_if_too_big, tensor_bytes)
 from harness.strict import (STRICT_REASONS, Watch, finding, keep_answer, new_strict_seed, poison_free_memory,
                             strict_calls, subclass_finding)
 from harness.protocol import (DTYPES, KERNELBENCH_SEED, KERNELBENCH_TOL, KERNELBENCH_TRIALS,
@@ -336,10 +336,6 @@ def _set_rng_states(states: tuple, dev: torch.device) -> None:
         torch.cuda.set_rng_state(states[1], dev)
 
 
-def _tensor_bytes(values) -> int:
-    return sum(x.numel() * x.element_size() for x in values if isinstance(x, torch.Tensor))
-
-
 def _draw_inputs(trial_seed, dev, torch_dtype, make_inputs, keep_integer_inputs) -> tuple[list, str]:
     """A trial's inputs, drawn from its seed and cast as KernelBench does, on the host; and the cast note."""
     set_seed(trial_seed, dev)
@@ -379,7 +375,7 @@ def _reference_answers(seeds, dev, torch_dtype, make_inputs, ref_model, keep_int
         pristine, note = _draw_inputs(trial_seed, dev, torch_dtype, make_inputs, keep_integer_inputs)
         ref_out, seconds = _reference_forward(ref_model, pristine, trial_seed, dev, i, note)
         answers[i] = Answer(pristine, ref_out.cpu(), _rng_states(dev), seconds)
-        last = _tensor_bytes(pristine) + _tensor_bytes([ref_out])
+        last = tensor_bytes(pristine) + tensor_bytes(ref_out)
         held += last
     return answers
 

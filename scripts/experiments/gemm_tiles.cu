@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
   int a_row[Tile::kALoads], a_k[Tile::kALoads];
 #pragma unroll
   for (int i = 0; i < Tile::kALoads; ++i) {
-    const int idx = (i + 1) * T <= Tile::kAVecs ? tid + i * T : min(tid + i * T, Tile::kAVecs - 1);  // a last round repeats a load
+    // A partial last round repeats a load; whole rounds skip the min (the compiler cannot know tid < T).
+    const int idx = (i + 1) * T <= Tile::kAVecs ? tid + i * T : min(tid + i * T, Tile::kAVecs - 1);
     a_row[i] = idx / (BK / 4);
     a_k[i] = idx % (BK / 4) * 4;
     const int64_t r = a_row[i] < count ? a.rows[a_row[i]] : -1;
