@@ -113,7 +113,9 @@ def batch_sets(args) -> dict:
 
 def main(argv: Optional[list] = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.json and not Path(args.json).expanduser().resolve().parent.is_dir():  # before the run, not after
+    if args.json:  # expanded once: the folder checked is the one every writer below (and a batch's) uses
+        args.json = str(Path(args.json).expanduser())
+    if args.json and not Path(args.json).resolve().parent.is_dir():  # before the run, not after
         print(f"ERROR: cannot write {args.json!r}: its folder does not exist", file=sys.stderr)
         return 2
     if args.problems or args.merge:

@@ -220,6 +220,15 @@ def test_main_json_schema(tmp_path, capsys):
     assert set(t["oracle"]) == {"reference", "candidate"}
 
 
+def test_json_path_with_a_tilde_is_written_where_its_folder_was_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    rc = check.main(["--model", wrong("LastRowZero"), "--batch", "8", "--input", "16", "--hidden", "32",
+                     "--trials", "1", "--json", "~/tilde.json", "--quiet"])
+    assert rc == 1 and json.loads((tmp_path / "tilde.json").read_text())["verdict"] == "FAIL"
+    assert not (tmp_path / "~").exists()
+
+
 def test_main_json_with_nan_is_valid_json(tmp_path):
     path = tmp_path / "nan.json"
     rc = check.main(["--model", wrong("OneNaN"), "--batch", "64", "--input", "128", "--hidden", "256",
