@@ -250,6 +250,9 @@ struct GemmTile {
   static constexpr int kBLoads = BN * BK / 4 / kThreads;
   static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
+  static constexpr int SA = BM + kPad, SB = BN + kPad;  // the whole-slab kernel's shared rows (floats)
+  static constexpr int kBufFloats = BK * (SA + SB);
+  static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
 };
 
 struct GemmArgs {
@@ -433,6 +436,123 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
   }
 }
 
+// The one-row tile where every slab is whole (K % BK == 0, N % BN == 0, 16-byte rows): the same
+// tile and order without the loads' bounds checks, in dynamic shared memory. Its sm_90 loop is 945
+// instructions a slab against 979: 0.693 ms at 179 rows against 0.738 (results/kernel_notes.md).
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, 1) whole_slab_rows_gemm_kernel(GemmArgs a) {
+  using Tile = GemmTile<BM, BN, BK, TM, TN>;
+  using Zero = ZeroPass<BN, Tile::kThreads>;
+  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int64_t zero_passes = Zero::passes(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  // What this thread loads: element (row, k4 .. k4+3) of the A and B slabs (rows past the count: zeros).
+  const float4* a_src[Tile::kALoads];
+  bool a_ok[Tile::kALoads];
+  int a_row[Tile::kALoads], a_k[Tile::kALoads];
+#pragma unroll
+  for (int i = 0; i < Tile::kALoads; ++i) {
+    const int idx = tid + i * T;
+    a_row[i] = idx / (BK / 4);
+    a_k[i] = idx % (BK / 4) * 4;
+    const int64_t r = a_row[i] < count ? a.rows[a_row[i]] : -1;
+    a_ok[i] = r >= 0 && r < a.M;
+    a_src[i] = reinterpret_cast<const float4*>(a.x + (a_ok[i] ? r * a.x_stride : 0) + a_k[i]);
+  }
+  const float4* b_src[Tile::kBLoads];
+  int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
+#pragma unroll
+  for (int i = 0; i < Tile::kBLoads; ++i) {
+    const int idx = tid + i * T;
+    b_row[i] = idx / (BK / 4);
+    b_k[i] = idx % (BK / 4) * 4;
+    b_src[i] = reinterpret_cast<const float4*>(a.w + (h0 + b_row[i]) * a.w_stride + b_k[i]);
+  }
+  float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
+  auto load_slab = [&](int64_t s) {
+#pragma unroll
+    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = a_ok[i] ? a_src[i][s * (BK / 4)] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = b_src[i][s * (BK / 4)];
+  };
+  auto store_slab = [&](int buf) {
+    float* As = smem + buf * Tile::kBufFloats;
+    float* Bs = As + BK * SA;
+#pragma unroll
+    for (int i = 0; i < Tile::kALoads; ++i) {
+      As[(a_k[i] + 0) * SA + a_row[i]] = a_reg[i].x;
+      As[(a_k[i] + 1) * SA + a_row[i]] = a_reg[i].y;
+      As[(a_k[i] + 2) * SA + a_row[i]] = a_reg[i].z;
+      As[(a_k[i] + 3) * SA + a_row[i]] = a_reg[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < Tile::kBLoads; ++i) {
+      Bs[(b_k[i] + 0) * SB + b_row[i]] = b_reg[i].x;
+      Bs[(b_k[i] + 1) * SB + b_row[i]] = b_reg[i].y;
+      Bs[(b_k[i] + 2) * SB + b_row[i]] = b_reg[i].z;
+      Bs[(b_k[i] + 3) * SB + b_row[i]] = b_reg[i].w;
+    }
+  };
+  const int tr = tid / CG, tc = tid % CG;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+  const int64_t slabs = a.K / BK;
+  load_slab(0);
+  store_slab(0);
+  __syncthreads();
+  for (int64_t s = 0; s < slabs; ++s) {
+    const int buf = static_cast<int>(s & 1);
+    if (s + 1 < slabs) load_slab(s + 1);
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* As = smem + buf * Tile::kBufFloats;
+    const float* Bs = As + BK * SA;
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      float av[TM], bv[TN];
+#pragma unroll
+      for (int q = 0; q < TM / 4; ++q) {
+        const float4 v = *reinterpret_cast<const float4*>(As + k * SA + q * 4 * RG + tr * 4);
+        av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+      }
+#pragma unroll
+      for (int p = 0; p < TN / 4; ++p) {
+        const float4 v = *reinterpret_cast<const float4*>(Bs + k * SB + p * 4 * CG + tc * 4);
+        bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
+      }
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+    }
+    if (s + 1 < slabs) store_slab(buf ^ 1);
+    __syncthreads();
+  }
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int64_t slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    float* dst = a.y + r * a.N;
+    const bool computed = slot < count;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) dst[h0 + (j / 4) * 4 * CG + tc * 4 + j % 4] = computed ? acc[i][j] : 0.f;
+  }
+}
+
 // A tile of the launch plan: BM x BN x BK, TM x TN accumulators a thread, blocks an SM its
 // register cap allows, and whether its grid is one row tile.
 template <int BM_, int BN_, int BK_, int TM_, int TN_, int kMinBlocks_, bool kOneRowTile_>
@@ -452,6 +572,17 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   } else {
     rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The one-row tile C without bounds checks; the caller has checked that every slab is whole.
+template <class C>
+void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
+  static_assert(C::kOneRowTile, "one row tile");
+  using Tile = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>;
+  static_assert(Tile::kSmemBytes <= 48 * 1024, "no opt-in to more dynamic shared memory");
+  whole_slab_rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN>
+      <<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -541,7 +672,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 // The library's three tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
 // measured them against the others (results/kernel_notes.md, "The hybrid"). Few rows: one
 // 192 x 64 row tile, 8 warps of 12 x 4, a block an SM for 8192 columns (0.735 ms at 179 rows
-// against 0.783 for 128 x 128); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
+// against 0.783 for 128 x 128; whole slabs 0.693); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
@@ -575,7 +706,11 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  launch_rows_gemm<FewRows>(a, vector, stream);
+  if (vector && K % FewRows::BK == 0 && N % FewRows::BN == 0) {
+    launch_whole_slabs<FewRows>(a, stream);
+  } else {
+    launch_rows_gemm<FewRows>(a, vector, stream);
+  }
   a.min_count = FewRows::BM + 1;
   a.max_count = split;
   launch_rows_gemm<SomeRows>(a, vector, stream);
