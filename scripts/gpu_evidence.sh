@@ -19,9 +19,10 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
   echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
 }
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
-step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants library-192x64x16-12x4 library-128x128x16-8x8 \
+# GEMM_TILES="variant ..." times only those (a short call); the default is every candidate.
+step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants ${GEMM_TILES:-library-192x64x16-12x4 library-128x128x16-8x8 \
   narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-4stage wideslab-192x64x16-12x4 wideslab-192x64x32-12x4 \
-  wideslab-192x64x64-12x4 wideslab-192x64x64-8x4 wideslab-192x64x32-4x4 wideslab-192x64x16-12x4-serpentine \
+  wideslab-192x64x64-12x4 wideslab-192x64x64-8x4 wideslab-192x64x32-4x4 wideslab-192x64x16-12x4-serpentine} \
   --counts 0 1 96 179 192 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 # cuBLASLt's own kernels without split-K on the gathered rows: which give torch.matmul's bits, how fast.
