@@ -22,7 +22,9 @@ step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))
 # GEMM_TILES="variant ..." times only those (a short call); the default is every candidate.
 step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants ${GEMM_TILES:-library-192x64x16-12x4 library-128x128x16-8x8 \
   narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-4stage wideslab-192x64x16-12x4 wideslab-192x64x32-12x4 \
-  wideslab-192x64x64-12x4 wideslab-192x64x64-8x4 wideslab-192x64x32-4x4 wideslab-192x64x16-12x4-serpentine} \
+  wideslab-192x64x64-12x4 wideslab-192x64x64-8x4 wideslab-192x64x32-4x4 wideslab-192x64x16-12x4-serpentine \
+  wideslab-192x64x16-12x4-paired wideslab-192x64x16-12x4-skewed wideslab-192x64x16-12x4-paired-skewed \
+  wideslab-192x64x16-12x4-paired-skewed-serpentine} \
   --counts 0 1 96 179 192 \
   --budget 0.6 --json "$out/gemm_tiles.json" --table "$out/measurements_new.csv"
 # cuBLASLt's own kernels without split-K on the gathered rows: which give torch.matmul's bits, how fast.
@@ -33,8 +35,8 @@ step cublaslt_rows python3 scripts/experiments/cublaslt_rows.py --counts 179 128
 # each after warm-up).
 gemm_tiles_ncu() {
   local stalls=(--launch-skip 1 --launch-count 1 --section SchedulerStats --section WarpStateStats
-                --section ComputeWorkloadAnalysis --csv --page details)
-  for v in library-192x64x16-12x4 wideslab-192x64x16-12x4 wideslab-192x64x16-12x4-serpentine; do
+                --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --csv --page details)
+  for v in wideslab-192x64x16-12x4 wideslab-192x64x16-12x4-paired-skewed wideslab-192x64x16-12x4-serpentine; do
     ncu --kernel-name regex:rows_gemm_kernel "${stalls[@]}" --section SourceCounters \
       python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || return 1
     # Each stall reason's cycles per issued instruction (allowed to fail: the names vary by ncu release).

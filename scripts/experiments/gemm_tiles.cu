@@ -176,23 +176,30 @@ void launch_kmajor(const GemmArgs& a, cudaStream_t stream) {
 // between slabs) with wider slabs in dynamic shared memory and loads without per-slab bounds
 // checks (K % BK == 0): its sm_90 loop at BK 16 is 979 instructions for 768 FFMA; wider slabs
 // spread the loads' addressing, the zero pass and the barrier over more FFMA.
-template <int BM, int BN, int BK, int TM, int TN>
+template <int BM, int BN, int BK, int TM, int TN, bool kSkewed = false>
 struct WideSlabTile {
   static constexpr int RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
   static constexpr int SA = BM + 4, SB = BN + 4;  // shared row lengths (floats): transposed stores spread over banks
   static constexpr int kAVecs = BM * BK / 4, kBVecs = BN * BK / 4;  // float4s a slab
   static constexpr int kALoads = (kAVecs + kThreads - 1) / kThreads, kBLoads = (kBVecs + kThreads - 1) / kThreads;
-  static constexpr int kBufFloats = BK * (SA + SB);
+  // kSkewed: 8 floats more for a k-row from k = 8 on (mod 16), so that a warp's transposed stores
+  // cover 32 banks (k-rows 4 mod 32 floats apart put k and k + 8 on one bank).
+  static constexpr int kSkew = kSkewed ? 8 : 0, kAFloats = BK * SA + kSkew, kBufFloats = kAFloats + BK * SB + kSkew;
   static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
+  __device__ static int skew(int k) { return k & kSkew; }
 };
 
 // kSerpentine: each row of a thread's accumulators in the other direction from the last, so that
 // the FFMA after a row's end reads the same B register (operand reuse; the chains' orders unchanged).
-template <int BM, int BN, int BK, int TM, int TN, bool kSerpentine = false>
-__global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
+// kPaired: lane bit 0 picks the row group and bit 1 the column group, so that every LDS.128 has lane
+// pairs of one address (A: lanes l, l^2; B: l, l^1) and returns in 2 wavefronts instead of B's 4.
+// kSkewed: the stores' bank skew (WideSlabTile::skew). Shared-memory model, cycles a k on an SM:
+// 80 + 16 plain, 64 + 8 with both, against 96 of FFMA issue.
+template <int BM, int BN, int BK, int TM, int TN, bool kSerpentine = false, bool kPaired = false, bool kSkewed = false>
+__global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN, kSkewed>::kThreads, 1)
     wide_slab_rows_gemm_kernel(GemmArgs a) {
-  using Tile = WideSlabTile<BM, BN, BK, TM, TN>;
+  using Tile = WideSlabTile<BM, BN, BK, TM, TN, kSkewed>;
   using Zero = ZeroPass<BN, Tile::kThreads>;
   constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB;
   extern __shared__ __align__(16) float smem[];
@@ -235,25 +242,29 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = b_src[i][s * (BK / 4)];
   };
+  auto at = [](int k, int S) { return k * S + Tile::skew(k); };  // a k-row's first float
   auto store_slab = [&](int buf) {
     float* As = smem + buf * Tile::kBufFloats;
-    float* Bs = As + BK * SA;
+    float* Bs = As + Tile::kAFloats;
 #pragma unroll
     for (int i = 0; i < Tile::kALoads; ++i) {
-      As[(a_k[i] + 0) * SA + a_row[i]] = a_reg[i].x;
-      As[(a_k[i] + 1) * SA + a_row[i]] = a_reg[i].y;
-      As[(a_k[i] + 2) * SA + a_row[i]] = a_reg[i].z;
-      As[(a_k[i] + 3) * SA + a_row[i]] = a_reg[i].w;
+      As[at(a_k[i] + 0, SA) + a_row[i]] = a_reg[i].x;
+      As[at(a_k[i] + 1, SA) + a_row[i]] = a_reg[i].y;
+      As[at(a_k[i] + 2, SA) + a_row[i]] = a_reg[i].z;
+      As[at(a_k[i] + 3, SA) + a_row[i]] = a_reg[i].w;
     }
 #pragma unroll
     for (int i = 0; i < Tile::kBLoads; ++i) {
-      Bs[(b_k[i] + 0) * SB + b_row[i]] = b_reg[i].x;
-      Bs[(b_k[i] + 1) * SB + b_row[i]] = b_reg[i].y;
-      Bs[(b_k[i] + 2) * SB + b_row[i]] = b_reg[i].z;
-      Bs[(b_k[i] + 3) * SB + b_row[i]] = b_reg[i].w;
+      Bs[at(b_k[i] + 0, SB) + b_row[i]] = b_reg[i].x;
+      Bs[at(b_k[i] + 1, SB) + b_row[i]] = b_reg[i].y;
+      Bs[at(b_k[i] + 2, SB) + b_row[i]] = b_reg[i].z;
+      Bs[at(b_k[i] + 3, SB) + b_row[i]] = b_reg[i].w;
     }
   };
-  const int tr = tid / CG, tc = tid % CG;
+  static_assert(!kPaired || (RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == T), "paired lanes: 4x8 a warp");
+  const int lane = tid & 31, warp = tid >> 5;
+  const int tr = kPaired ? ((lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2) : tid / CG;
+  const int tc = kPaired ? (((lane >> 1) & 7) | (warp / (RG / 4)) << 3) : tid % CG;
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
@@ -269,18 +280,18 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
     if (s + 1 < slabs) load_slab(s + 1);
     if (s < zero_passes) Zero::store(a, count, h0, s, tid);
     const float* As = smem + buf * Tile::kBufFloats;
-    const float* Bs = As + BK * SA;
+    const float* Bs = As + Tile::kAFloats;
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       float av[TM], bv[TN];
 #pragma unroll
       for (int q = 0; q < TM / 4; ++q) {
-        const float4 v = *reinterpret_cast<const float4*>(As + k * SA + q * 4 * RG + tr * 4);
+        const float4 v = *reinterpret_cast<const float4*>(As + at(k, SA) + q * 4 * RG + tr * 4);
         av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
       }
 #pragma unroll
       for (int p = 0; p < TN / 4; ++p) {
-        const float4 v = *reinterpret_cast<const float4*>(Bs + k * SB + p * 4 * CG + tc * 4);
+        const float4 v = *reinterpret_cast<const float4*>(Bs + at(k, SB) + p * 4 * CG + tc * 4);
         bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
       }
 #pragma unroll
@@ -308,13 +319,13 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN>::kThreads, 1)
   }
 }
 
-template <int BM, int BN, int BK, int TM, int TN, bool kSerpentine = false>
+template <int BM, int BN, int BK, int TM, int TN, bool kSerpentine = false, bool kPaired = false, bool kSkewed = false>
 void launch_wide_slab(const GemmArgs& a, cudaStream_t stream) {
-  using Tile = WideSlabTile<BM, BN, BK, TM, TN>;
+  using Tile = WideSlabTile<BM, BN, BK, TM, TN, kSkewed>;
   TORCH_CHECK(a.K % BK == 0 && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
               "wide-slab variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = wide_slab_rows_gemm_kernel<BM, BN, BK, TM, TN, kSerpentine>;
+  auto kernel = wide_slab_rows_gemm_kernel<BM, BN, BK, TM, TN, kSerpentine, kPaired, kSkewed>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
   GemmArgs b = a;
   b.max_count = BM;
@@ -364,6 +375,11 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 31: launch_wide_slab<192, 64, 32, 4, 4>(a, s); break;
     // 27 with its accumulator rows in serpentine order.
     case 32: launch_wide_slab<192, 64, 16, 12, 4, true>(a, s); break;
+    // Shared memory's 128 B a cycle: lanes paired for the loads, stores skewed, and both (+ serpentine).
+    case 33: launch_wide_slab<192, 64, 16, 12, 4, false, true, false>(a, s); break;
+    case 34: launch_wide_slab<192, 64, 16, 12, 4, false, false, true>(a, s); break;
+    case 35: launch_wide_slab<192, 64, 16, 12, 4, false, true, true>(a, s); break;
+    case 36: launch_wide_slab<192, 64, 16, 12, 4, true, true, true>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

@@ -39,6 +39,9 @@ VARIANTS = {
     # The library's one-row tile with 16-, 32- or 64-k slabs in dynamic shared memory, loads unchecked.
     "wideslab-192x64x16-12x4": 27, "wideslab-192x64x32-12x4": 28, "wideslab-192x64x64-12x4": 29,
     "wideslab-192x64x64-8x4": 30, "wideslab-192x64x32-4x4": 31, "wideslab-192x64x16-12x4-serpentine": 32,
+    # The same with lanes paired for shared loads, with stores bank-skewed, both, both + serpentine.
+    "wideslab-192x64x16-12x4-paired": 33, "wideslab-192x64x16-12x4-skewed": 34,
+    "wideslab-192x64x16-12x4-paired-skewed": 35, "wideslab-192x64x16-12x4-paired-skewed-serpentine": 36,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
