@@ -250,9 +250,12 @@ struct GemmTile {
   static constexpr int kBLoads = BN * BK / 4 / kThreads;
   static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
-  static constexpr int SA = BM + kPad, SB = BN + kPad;  // the whole-slab kernel's shared rows (floats)
-  static constexpr int kBufFloats = BK * (SA + SB);
+  // The whole-slab kernel's shared k-rows (floats), 8 floats further on from k = 8 (mod 16): k-rows
+  // 4 mod 32 floats apart put k and k + 8 of a warp's transposed stores on one bank.
+  static constexpr int SA = BM + kPad, SB = BN + kPad, kSkew = 8;
+  static constexpr int kAFloats = BK * SA + kSkew, kBufFloats = kAFloats + BK * SB + kSkew;
   static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
+  __device__ static int at(int k, int stride) { return k * stride + (k & kSkew); }  // k-row k's first float
 };
 
 struct GemmArgs {
@@ -437,8 +440,10 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
 }
 
 // The one-row tile where every slab is whole (K % BK == 0, N % BN == 0, 16-byte rows): the same
-// tile and order without the loads' bounds checks, in dynamic shared memory. Its sm_90 loop is 945
-// instructions a slab against 979: 0.693 ms at 179 rows against 0.738 (results/kernel_notes.md).
+// tile and order without the loads' bounds checks, in dynamic shared memory, its shared traffic cut
+// for 128 bytes a cycle: a warp's lanes in 4 row x 8 column groups, lane bit 0 the row and bit 1 the
+// column, so every LDS.128 has lane pairs of one address (2 wavefronts, not 4), and bank-skewed
+// stores (GemmTile::at). Timings in results/kernel_notes.md.
 template <int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, 1) whole_slab_rows_gemm_kernel(GemmArgs a) {
   using Tile = GemmTile<BM, BN, BK, TM, TN>;
@@ -485,23 +490,26 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, 1) who
   };
   auto store_slab = [&](int buf) {
     float* As = smem + buf * Tile::kBufFloats;
-    float* Bs = As + BK * SA;
+    float* Bs = As + Tile::kAFloats;
 #pragma unroll
     for (int i = 0; i < Tile::kALoads; ++i) {
-      As[(a_k[i] + 0) * SA + a_row[i]] = a_reg[i].x;
-      As[(a_k[i] + 1) * SA + a_row[i]] = a_reg[i].y;
-      As[(a_k[i] + 2) * SA + a_row[i]] = a_reg[i].z;
-      As[(a_k[i] + 3) * SA + a_row[i]] = a_reg[i].w;
+      As[Tile::at(a_k[i] + 0, SA) + a_row[i]] = a_reg[i].x;
+      As[Tile::at(a_k[i] + 1, SA) + a_row[i]] = a_reg[i].y;
+      As[Tile::at(a_k[i] + 2, SA) + a_row[i]] = a_reg[i].z;
+      As[Tile::at(a_k[i] + 3, SA) + a_row[i]] = a_reg[i].w;
     }
 #pragma unroll
     for (int i = 0; i < Tile::kBLoads; ++i) {
-      Bs[(b_k[i] + 0) * SB + b_row[i]] = b_reg[i].x;
-      Bs[(b_k[i] + 1) * SB + b_row[i]] = b_reg[i].y;
-      Bs[(b_k[i] + 2) * SB + b_row[i]] = b_reg[i].z;
-      Bs[(b_k[i] + 3) * SB + b_row[i]] = b_reg[i].w;
+      Bs[Tile::at(b_k[i] + 0, SB) + b_row[i]] = b_reg[i].x;
+      Bs[Tile::at(b_k[i] + 1, SB) + b_row[i]] = b_reg[i].y;
+      Bs[Tile::at(b_k[i] + 2, SB) + b_row[i]] = b_reg[i].z;
+      Bs[Tile::at(b_k[i] + 3, SB) + b_row[i]] = b_reg[i].w;
     }
   };
-  const int tr = tid / CG, tc = tid % CG;
+  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == T, "a warp: 4 row x 8 column groups");
+  const int lane = tid & 31, warp = tid >> 5;
+  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
+  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
@@ -517,18 +525,18 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, 1) who
     if (s + 1 < slabs) load_slab(s + 1);
     if (s < zero_passes) Zero::store(a, count, h0, s, tid);
     const float* As = smem + buf * Tile::kBufFloats;
-    const float* Bs = As + BK * SA;
+    const float* Bs = As + Tile::kAFloats;
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       float av[TM], bv[TN];
 #pragma unroll
       for (int q = 0; q < TM / 4; ++q) {
-        const float4 v = *reinterpret_cast<const float4*>(As + k * SA + q * 4 * RG + tr * 4);
+        const float4 v = *reinterpret_cast<const float4*>(As + Tile::at(k, SA) + q * 4 * RG + tr * 4);
         av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
       }
 #pragma unroll
       for (int p = 0; p < TN / 4; ++p) {
-        const float4 v = *reinterpret_cast<const float4*>(Bs + k * SB + p * 4 * CG + tc * 4);
+        const float4 v = *reinterpret_cast<const float4*>(Bs + Tile::at(k, SB) + p * 4 * CG + tc * 4);
         bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
       }
 #pragma unroll
