@@ -60,7 +60,8 @@ step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out
 MODEL_TESTS="tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"
 step gpu_suite_tail python3 -m pytest -q -rs --durations=15 tests/test_gpu.py
 step gpu_suite_models python3 -m pytest -q -rs --durations=15 $MODEL_TESTS
-step gpu_suite_rest python3 -m pytest -q -rs --durations=30 tests --ignore=tests/test_gpu.py \
+# -v: a run cut short still names the test it was in.
+step gpu_suite_rest python3 -m pytest -v -rs --durations=30 tests --ignore=tests/test_gpu.py \
   $(for t in $MODEL_TESTS; do echo --ignore=$t; done)
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 # The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the

@@ -42,10 +42,13 @@ VARIANTS = {
     # The same with lanes paired for shared loads, with stores bank-skewed, both, both + serpentine.
     "wideslab-192x64x16-12x4-paired": 33, "wideslab-192x64x16-12x4-skewed": 34,
     "wideslab-192x64x16-12x4-paired-skewed": 35, "wideslab-192x64x16-12x4-paired-skewed-serpentine": 36,
+    # Paired lanes fed by cp.async into XOR-swizzled shared rows, 2 or 3 slabs of 32 k in flight.
+    "swizzled-192x64x32-12x4-2stage": 37, "swizzled-192x64x32-12x4-3stage": 38,
+    "swizzled-192x64x32-12x4-2stage-serpentine": 39, "swizzled-192x64x32-12x4-3stage-serpentine": 40,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
-             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab"))}
+             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled"))}
 
 
 def main() -> int:
