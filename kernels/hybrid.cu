@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <mutex>
 
 namespace kb14 {
 namespace hybrid_cuda {
@@ -250,12 +251,6 @@ struct GemmTile {
   static constexpr int kBLoads = BN * BK / 4 / kThreads;
   static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
-  // The whole-slab kernel's shared k-rows (floats), 8 floats further on from k = 8 (mod 16): k-rows
-  // 4 mod 32 floats apart put k and k + 8 of a warp's transposed stores on one bank.
-  static constexpr int SA = BM + kPad, SB = BN + kPad, kSkew = 8;
-  static constexpr int kAFloats = BK * SA + kSkew, kBufFloats = kAFloats + BK * SB + kSkew;
-  static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
-  __device__ static int at(int k, int stride) { return k * stride + (k & kSkew); }  // k-row k's first float
 };
 
 struct GemmArgs {
@@ -439,125 +434,129 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
   }
 }
 
-// The one-row tile where every slab is whole (K % BK == 0, N % BN == 0, 16-byte rows): the same
-// tile and order without the loads' bounds checks, in dynamic shared memory, its shared traffic cut
-// for 128 bytes a cycle: a warp's lanes in 4 row x 8 column groups, lane bit 0 the row and bit 1 the
-// column, so every LDS.128 has lane pairs of one address (2 wavefronts, not 4), and bank-skewed
-// stores (GemmTile::at). Timings in results/kernel_notes.md.
-template <int BM, int BN, int BK, int TM, int TN>
-__global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, 1) whole_slab_rows_gemm_kernel(GemmArgs a) {
-  using Tile = GemmTile<BM, BN, BK, TM, TN>;
-  using Zero = ZeroPass<BN, Tile::kThreads>;
-  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB;
+// The one-row tile where every slab is whole (K % 32 == 0, N % BN == 0, 16-byte rows): the same
+// 12x4 on 8 warps and order, fed by cp.async (no trip through registers, no stores) in kStages
+// slabs of 32 k, for shared memory's 128 bytes a cycle: a warp's lanes in 4 row x 8 column groups
+// (lane bit 0 the row, bit 1 the column), so that every LDS.128 has lane pairs of one address (2
+// wavefronts, not 4); each 16-byte chunk of a 128-byte shared row at chunk ^ (row & 7), so that the
+// 4 rows or 8 columns a warp reads fall on distinct banks. A thread's rows i*RG + tr, columns
+// j*CG + tc. Timings in results/kernel_notes.md.
+template <int BM, int BN, int TM, int TN, int kStages>
+struct WholeSlabTile {
+  static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
+  static constexpr int kAChunks = BM * 8 / kThreads, kBChunks = BN * 8 / kThreads;
+  static constexpr int kStageFloats = (BM + BN) * BK;
+  static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
+  static_assert(BM * 8 % kThreads == 0 && BN * 8 % kThreads == 0, "chunks must divide among threads");
+  static_assert(RG % 8 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "a warp: 4 row x 8 column groups");
+  static_assert(TN % 4 == 0 && kStages >= 2, "whole vectors, at least double buffering");
+  __device__ static int chunk_at(int row, int c) { return row * BK + ((c ^ (row & 7)) << 2); }
+};
+
+__device__ __forceinline__ void copy16_async(float* dst, const float* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));  // 0: zeros
+}
+
+template <int BM, int BN, int TM, int TN, int kStages>
+__global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN, kStages>::kThreads, 1)
+    whole_slab_rows_gemm_kernel(GemmArgs a) {
+  using Tile = WholeSlabTile<BM, BN, TM, TN, kStages>;
+  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, BK = Tile::BK;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x;
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
   if (count < a.min_count || count > a.max_count) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  using Zero = ZeroPass<BN, T>;
   const int64_t zero_passes = Zero::passes(a.M, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
   }
-  // What this thread loads: element (row, k4 .. k4+3) of the A and B slabs (rows past the count: zeros).
-  const float4* a_src[Tile::kALoads];
-  bool a_ok[Tile::kALoads];
-  int a_row[Tile::kALoads], a_k[Tile::kALoads];
+  const float* a_src[Tile::kAChunks];
+  bool a_ok[Tile::kAChunks];
+  int a_dst[Tile::kAChunks];
 #pragma unroll
-  for (int i = 0; i < Tile::kALoads; ++i) {
-    const int idx = tid + i * T;
-    a_row[i] = idx / (BK / 4);
-    a_k[i] = idx % (BK / 4) * 4;
-    const int64_t r = a_row[i] < count ? a.rows[a_row[i]] : -1;
+  for (int i = 0; i < Tile::kAChunks; ++i) {
+    const int idx = tid + i * T, row = idx / 8, c = idx % 8;
+    const int64_t r = row < count ? a.rows[row] : -1;
     a_ok[i] = r >= 0 && r < a.M;
-    a_src[i] = reinterpret_cast<const float4*>(a.x + (a_ok[i] ? r * a.x_stride : 0) + a_k[i]);
+    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0) + 4 * c;
+    a_dst[i] = Tile::chunk_at(row, c);
   }
-  const float4* b_src[Tile::kBLoads];
-  int b_row[Tile::kBLoads], b_k[Tile::kBLoads];
+  const float* b_src[Tile::kBChunks];
+  int b_dst[Tile::kBChunks];
 #pragma unroll
-  for (int i = 0; i < Tile::kBLoads; ++i) {
-    const int idx = tid + i * T;
-    b_row[i] = idx / (BK / 4);
-    b_k[i] = idx % (BK / 4) * 4;
-    b_src[i] = reinterpret_cast<const float4*>(a.w + (h0 + b_row[i]) * a.w_stride + b_k[i]);
+  for (int i = 0; i < Tile::kBChunks; ++i) {
+    const int idx = tid + i * T, col = idx / 8, c = idx % 8;
+    b_src[i] = a.w + (h0 + col) * a.w_stride + 4 * c;
+    b_dst[i] = BM * BK + Tile::chunk_at(col, c);
   }
-  float4 a_reg[Tile::kALoads], b_reg[Tile::kBLoads];
-  auto load_slab = [&](int64_t s) {
+  const int64_t slabs = a.K / BK;
+  auto copy_slab = [&](int64_t s) {
+    float* stage = smem + (s % kStages) * Tile::kStageFloats;
+    const int64_t k0 = s * BK;
 #pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) a_reg[i] = a_ok[i] ? a_src[i][s * (BK / 4)] : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i = 0; i < Tile::kAChunks; ++i) copy16_async(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
 #pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) b_reg[i] = b_src[i][s * (BK / 4)];
+    for (int i = 0; i < Tile::kBChunks; ++i) copy16_async(stage + b_dst[i], b_src[i] + k0, true);
   };
-  auto store_slab = [&](int buf) {
-    float* As = smem + buf * Tile::kBufFloats;
-    float* Bs = As + Tile::kAFloats;
-#pragma unroll
-    for (int i = 0; i < Tile::kALoads; ++i) {
-      As[Tile::at(a_k[i] + 0, SA) + a_row[i]] = a_reg[i].x;
-      As[Tile::at(a_k[i] + 1, SA) + a_row[i]] = a_reg[i].y;
-      As[Tile::at(a_k[i] + 2, SA) + a_row[i]] = a_reg[i].z;
-      As[Tile::at(a_k[i] + 3, SA) + a_row[i]] = a_reg[i].w;
-    }
-#pragma unroll
-    for (int i = 0; i < Tile::kBLoads; ++i) {
-      Bs[Tile::at(b_k[i] + 0, SB) + b_row[i]] = b_reg[i].x;
-      Bs[Tile::at(b_k[i] + 1, SB) + b_row[i]] = b_reg[i].y;
-      Bs[Tile::at(b_k[i] + 2, SB) + b_row[i]] = b_reg[i].z;
-      Bs[Tile::at(b_k[i] + 3, SB) + b_row[i]] = b_reg[i].w;
-    }
-  };
-  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == T, "a warp: 4 row x 8 column groups");
   const int lane = tid & 31, warp = tid >> 5;
   const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
   const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
+  const int a_key = tr & 7, b_key = tc & 7;  // rows i*RG + tr and columns j*CG + tc share them
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  const int64_t slabs = a.K / BK;
-  load_slab(0);
-  store_slab(0);
-  __syncthreads();
-  for (int64_t s = 0; s < slabs; ++s) {
-    const int buf = static_cast<int>(s & 1);
-    if (s + 1 < slabs) load_slab(s + 1);
-    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
-    const float* As = smem + buf * Tile::kBufFloats;
-    const float* Bs = As + Tile::kAFloats;
 #pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      float av[TM], bv[TN];
-#pragma unroll
-      for (int q = 0; q < TM / 4; ++q) {
-        const float4 v = *reinterpret_cast<const float4*>(As + Tile::at(k, SA) + q * 4 * RG + tr * 4);
-        av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
-      }
-#pragma unroll
-      for (int p = 0; p < TN / 4; ++p) {
-        const float4 v = *reinterpret_cast<const float4*>(Bs + Tile::at(k, SB) + p * 4 * CG + tc * 4);
-        bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
-      }
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
-    }
-    if (s + 1 < slabs) store_slab(buf ^ 1);
-    __syncthreads();
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < slabs) copy_slab(s);
+    asm volatile("cp.async.commit_group;\n" ::);
   }
+  for (int64_t s = 0; s < slabs; ++s) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
+    if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* As = smem + (s % kStages) * Tile::kStageFloats + tr * BK;
+    const float* Bs = smem + (s % kStages) * Tile::kStageFloats + BM * BK + tc * BK;
+#pragma unroll
+    for (int c = 0; c < BK / 4; ++c) {
+      float4 av[TM], bv[TN];
+      const int ao = (c ^ a_key) << 2, bo = (c ^ b_key) << 2;
+#pragma unroll
+      for (int i = 0; i < TM; ++i) av[i] = *reinterpret_cast<const float4*>(As + i * RG * BK + ao);
+#pragma unroll
+      for (int j = 0; j < TN; ++j) bv[j] = *reinterpret_cast<const float4*>(Bs + j * CG * BK + bo);
+      auto fma_k = [&](auto pick) {  // one k of every accumulator
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(pick(av[i]), pick(bv[j]), acc[i][j]);
+      };
+      fma_k([](const float4& v) { return v.x; });
+      fma_k([](const float4& v) { return v.y; });
+      fma_k([](const float4& v) { return v.z; });
+      fma_k([](const float4& v) { return v.w; });
+    }
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::);
   for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
-    const int64_t slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
+    const int64_t slot = i * RG + tr;
     if (slot >= a.M) continue;
     const int64_t r = a.rows[slot];
     if (r < 0 || r >= a.M) continue;
     float* dst = a.y + r * a.N;
     const bool computed = slot < count;
 #pragma unroll
-    for (int j = 0; j < TN; ++j) dst[h0 + (j / 4) * 4 * CG + tc * 4 + j % 4] = computed ? acc[i][j] : 0.f;
+    for (int j = 0; j < TN; ++j) dst[h0 + j * CG + tc] = computed ? acc[i][j] : 0.f;
   }
 }
 
@@ -583,14 +582,23 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+constexpr int kWholeSlabStages = 3;  // slabs of 32 k in flight in the whole-slab kernel
+constexpr int kMaxDevices = 64;
+
 // The one-row tile C without bounds checks; the caller has checked that every slab is whole.
 template <class C>
 void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   static_assert(C::kOneRowTile, "one row tile");
-  using Tile = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>;
-  static_assert(Tile::kSmemBytes <= 48 * 1024, "no opt-in to more dynamic shared memory");
-  whole_slab_rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN>
-      <<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
+  using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
+  auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
+  // More than 48 KB of dynamic shared memory is opted into once per device (the attribute is per device).
+  static std::once_flag opted_in[kMaxDevices];
+  const int device = c10::cuda::current_device();
+  KB14_CHECK(device < kMaxDevices, "rows_gemm: device index ", device, " past ", kMaxDevices);
+  std::call_once(opted_in[device], [&] {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  });
+  kernel<<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -714,7 +722,7 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  if (vector && K % FewRows::BK == 0 && N % FewRows::BN == 0) {
+  if (vector && K % 32 == 0 && N % FewRows::BN == 0) {
     launch_whole_slabs<FewRows>(a, stream);
   } else {
     launch_rows_gemm<FewRows>(a, vector, stream);
