@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <mutex>
 
 namespace kb14 {
 namespace hybrid_cuda {
@@ -433,6 +434,132 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
   }
 }
 
+// The one-row tile where every slab is whole (K % 32 == 0, N % BN == 0, 16-byte rows): the same
+// 12x4 on 8 warps and order, fed by cp.async (no trip through registers, no stores) in kStages
+// slabs of 32 k, for shared memory's 128 bytes a cycle: a warp's lanes in 4 row x 8 column groups
+// (lane bit 0 the row, bit 1 the column), so that every LDS.128 has lane pairs of one address (2
+// wavefronts, not 4); each 16-byte chunk of a 128-byte shared row at chunk ^ (row & 7), so that the
+// 4 rows or 8 columns a warp reads fall on distinct banks. A thread's rows i*RG + tr, columns
+// j*CG + tc. Timings in results/kernel_notes.md.
+template <int BM, int BN, int TM, int TN, int kStages>
+struct WholeSlabTile {
+  static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
+  static constexpr int kAChunks = BM * 8 / kThreads, kBChunks = BN * 8 / kThreads;
+  static constexpr int kStageFloats = (BM + BN) * BK;
+  static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
+  static_assert(BM * 8 % kThreads == 0 && BN * 8 % kThreads == 0, "chunks must divide among threads");
+  static_assert(RG % 8 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "a warp: 4 row x 8 column groups");
+  static_assert(TN % 4 == 0 && kStages >= 2, "whole vectors, at least double buffering");
+  __device__ static int chunk_at(int row, int c) { return row * BK + ((c ^ (row & 7)) << 2); }
+};
+
+__device__ __forceinline__ void copy16_async(float* dst, const float* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));  // 0: zeros
+}
+
+template <int BM, int BN, int TM, int TN, int kStages>
+__global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN, kStages>::kThreads, 1)
+    whole_slab_rows_gemm_kernel(GemmArgs a) {
+  using Tile = WholeSlabTile<BM, BN, TM, TN, kStages>;
+  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, BK = Tile::BK;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  using Zero = ZeroPass<BN, T>;
+  const int64_t zero_passes = Zero::passes(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  const float* a_src[Tile::kAChunks];
+  bool a_ok[Tile::kAChunks];
+  int a_dst[Tile::kAChunks];
+#pragma unroll
+  for (int i = 0; i < Tile::kAChunks; ++i) {
+    const int idx = tid + i * T, row = idx / 8, c = idx % 8;
+    const int64_t r = row < count ? a.rows[row] : -1;
+    a_ok[i] = r >= 0 && r < a.M;
+    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0) + 4 * c;
+    a_dst[i] = Tile::chunk_at(row, c);
+  }
+  const float* b_src[Tile::kBChunks];
+  int b_dst[Tile::kBChunks];
+#pragma unroll
+  for (int i = 0; i < Tile::kBChunks; ++i) {
+    const int idx = tid + i * T, col = idx / 8, c = idx % 8;
+    b_src[i] = a.w + (h0 + col) * a.w_stride + 4 * c;
+    b_dst[i] = BM * BK + Tile::chunk_at(col, c);
+  }
+  const int64_t slabs = a.K / BK;
+  auto copy_slab = [&](int64_t s) {
+    float* stage = smem + (s % kStages) * Tile::kStageFloats;
+    const int64_t k0 = s * BK;
+#pragma unroll
+    for (int i = 0; i < Tile::kAChunks; ++i) copy16_async(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
+#pragma unroll
+    for (int i = 0; i < Tile::kBChunks; ++i) copy16_async(stage + b_dst[i], b_src[i] + k0, true);
+  };
+  const int lane = tid & 31, warp = tid >> 5;
+  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
+  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
+  const int a_key = tr & 7, b_key = tc & 7;  // rows i*RG + tr and columns j*CG + tc share them
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < slabs) copy_slab(s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  for (int64_t s = 0; s < slabs; ++s) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
+    if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* As = smem + (s % kStages) * Tile::kStageFloats + tr * BK;
+    const float* Bs = smem + (s % kStages) * Tile::kStageFloats + BM * BK + tc * BK;
+#pragma unroll
+    for (int c = 0; c < BK / 4; ++c) {
+      float4 av[TM], bv[TN];
+      const int ao = (c ^ a_key) << 2, bo = (c ^ b_key) << 2;
+#pragma unroll
+      for (int i = 0; i < TM; ++i) av[i] = *reinterpret_cast<const float4*>(As + i * RG * BK + ao);
+#pragma unroll
+      for (int j = 0; j < TN; ++j) bv[j] = *reinterpret_cast<const float4*>(Bs + j * CG * BK + bo);
+      auto fma_k = [&](auto pick) {  // one k of every accumulator
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(pick(av[i]), pick(bv[j]), acc[i][j]);
+      };
+      fma_k([](const float4& v) { return v.x; });
+      fma_k([](const float4& v) { return v.y; });
+      fma_k([](const float4& v) { return v.z; });
+      fma_k([](const float4& v) { return v.w; });
+    }
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::);
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int64_t slot = i * RG + tr;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    float* dst = a.y + r * a.N;
+    const bool computed = slot < count;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) dst[h0 + j * CG + tc] = computed ? acc[i][j] : 0.f;
+  }
+}
+
 // A tile of the launch plan: BM x BN x BK, TM x TN accumulators a thread, blocks an SM its
 // register cap allows, and whether its grid is one row tile.
 template <int BM_, int BN_, int BK_, int TM_, int TN_, int kMinBlocks_, bool kOneRowTile_>
@@ -452,6 +579,26 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   } else {
     rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+constexpr int kWholeSlabStages = 3;  // slabs of 32 k in flight in the whole-slab kernel
+constexpr int kMaxDevices = 64;
+
+// The one-row tile C without bounds checks; the caller has checked that every slab is whole.
+template <class C>
+void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
+  static_assert(C::kOneRowTile, "one row tile");
+  using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
+  auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
+  // More than 48 KB of dynamic shared memory is opted into once per device (the attribute is per device).
+  static std::once_flag opted_in[kMaxDevices];
+  const int device = c10::cuda::current_device();
+  KB14_CHECK(device < kMaxDevices, "rows_gemm: device index ", device, " past ", kMaxDevices);
+  std::call_once(opted_in[device], [&] {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  });
+  kernel<<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -541,7 +688,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 // The library's three tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
 // measured them against the others (results/kernel_notes.md, "The hybrid"). Few rows: one
 // 192 x 64 row tile, 8 warps of 12 x 4, a block an SM for 8192 columns (0.735 ms at 179 rows
-// against 0.783 for 128 x 128); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
+// against 0.783 for 128 x 128; whole slabs 0.693); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
@@ -575,7 +722,11 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  launch_rows_gemm<FewRows>(a, vector, stream);
+  if (vector && K % 32 == 0 && N % FewRows::BN == 0) {
+    launch_whole_slabs<FewRows>(a, stream);
+  } else {
+    launch_rows_gemm<FewRows>(a, vector, stream);
+  }
   a.min_count = FewRows::BM + 1;
   a.max_count = split;
   launch_rows_gemm<SomeRows>(a, vector, stream);
