@@ -25,7 +25,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <mutex>
 
 namespace kb14 {
 namespace hybrid_cuda {
@@ -583,7 +582,6 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
 }
 
 constexpr int kWholeSlabStages = 3;  // slabs of 32 k in flight in the whole-slab kernel
-constexpr int kMaxDevices = 64;
 
 // The one-row tile C without bounds checks; the caller has checked that every slab is whole.
 template <class C>
@@ -591,13 +589,10 @@ void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   static_assert(C::kOneRowTile, "one row tile");
   using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
   auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
-  // More than 48 KB of dynamic shared memory is opted into once per device (the attribute is per device).
-  static std::once_flag opted_in[kMaxDevices];
-  const int device = c10::cuda::current_device();
-  KB14_CHECK(device < kMaxDevices, "rows_gemm: device index ", device, " past ", kMaxDevices);
-  std::call_once(opted_in[device], [&] {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-  });
+  // The opt-in to more than 48 KB of dynamic shared memory, every launch: a once-flag here would be
+  // a function-local static of a template, one object across every module loaded (a GNU unique
+  // symbol), so an exported file's kernel went without it after the library's had it.
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
   kernel<<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
