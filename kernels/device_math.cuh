@@ -31,7 +31,9 @@ template <> __device__ __forceinline__ __nv_bfloat16 round_to<__nv_bfloat16>(flo
 }
 
 // The device properties the launch plans read, queried once per device (then one atomic load a call).
-inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
+// static: each module keeps its own cache (an inline function's statics are one object in every
+// module loaded, whatever commit built it).
+static inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   constexpr int kMaxDevices = 64;
   static DeviceShape cache[kMaxDevices];
   static std::atomic<bool> known[kMaxDevices];
