@@ -30,9 +30,8 @@ template <> __device__ __forceinline__ __nv_bfloat16 round_to<__nv_bfloat16>(flo
   return __float2bfloat16_rn(v);
 }
 
-// The device properties the launch plans read, queried once per device (then one atomic load a call).
-// static: each module keeps its own cache (an inline function's statics are one object in every
-// module loaded, whatever commit built it).
+// The device properties the launch plans read, queried once per device (then one atomic load a call);
+// static, so each module has its own cache (an inline function's statics are shared by every module).
 static inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   constexpr int kMaxDevices = 64;
   static DeviceShape cache[kMaxDevices];
