@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <mutex>
 
 namespace kb14 {
 namespace hybrid_cuda {
@@ -452,10 +453,15 @@ struct WholeSlabTile {
   __device__ static int chunk_at(int row, int c) { return row * BK + ((c ^ (row & 7)) << 2); }
 };
 
+// 16 bytes from global to shared memory through cp.async, or 16 zeros where !valid (src not read);
+// copies are committed as a group and waited for while at most N younger groups are in flight.
 __device__ __forceinline__ void copy16_async(float* dst, const float* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));  // 0: zeros
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
 }
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait_for_copies() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 template <int BM, int BN, int TM, int TN, int kStages>
 __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN, kStages>::kThreads, 1)
@@ -514,13 +520,13 @@ __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN, kStages>::kThrea
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < slabs) copy_slab(s);
-    asm volatile("cp.async.commit_group;\n" ::);
+    commit_copies();
   }
   for (int64_t s = 0; s < slabs; ++s) {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+    wait_for_copies<kStages - 2>();
     __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
     if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
-    asm volatile("cp.async.commit_group;\n" ::);
+    commit_copies();
     if (s < zero_passes) Zero::store(a, count, h0, s, tid);
     const float* As = smem + (s % kStages) * Tile::kStageFloats + tr * BK;
     const float* Bs = smem + (s % kStages) * Tile::kStageFloats + BM * BK + tc * BK;
@@ -544,7 +550,7 @@ __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN, kStages>::kThrea
       fma_k([](const float4& v) { return v.w; });
     }
   }
-  asm volatile("cp.async.wait_group 0;\n" ::);
+  wait_for_copies<0>();
   for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
@@ -584,15 +590,20 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
 constexpr int kWholeSlabStages = 3;  // slabs of 32 k in flight in the whole-slab kernel
 
 // The one-row tile C without bounds checks; the caller has checked that every slab is whole.
-template <class C>
-void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
+// static: its once-flags are this module's (a template's statics are otherwise one object across
+// every module loaded, GNU unique symbols: an exported file's kernel went without the opt-in).
+template <class C, int kStages = kWholeSlabStages>
+static void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   static_assert(C::kOneRowTile, "one row tile");
-  using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
-  auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN, kWholeSlabStages>;
-  // The opt-in to more than 48 KB of dynamic shared memory, every launch: a once-flag here would be
-  // a function-local static of a template, one object across every module loaded (a GNU unique
-  // symbol), so an exported file's kernel went without it after the library's had it.
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN, kStages>;
+  auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN, kStages>;
+  constexpr int kMaxDevices = 64;
+  static std::once_flag opted_in[kMaxDevices];  // into more than 48 KB of dynamic shared memory, per device
+  const int device = c10::cuda::current_device();
+  KB14_CHECK(device < kMaxDevices, "rows_gemm: device index ", device, " past ", kMaxDevices);
+  std::call_once(opted_in[device], [&] {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  });
   kernel<<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -718,7 +729,8 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  if (vector && K % 32 == 0 && N % FewRows::BN == 0) {
+  if (vector && K % WholeSlabTile<FewRows::BM, FewRows::BN, FewRows::TM, FewRows::TN, kWholeSlabStages>::BK == 0 &&
+      N % FewRows::BN == 0) {
     launch_whole_slabs<FewRows>(a, stream);
   } else {
     launch_rows_gemm<FewRows>(a, vector, stream);

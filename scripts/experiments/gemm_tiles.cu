@@ -1,8 +1,9 @@
 // Variants of kernels/hybrid.cu's rows_gemm, for scripts/experiments/gemm_tiles.py: the library's
 // kernel template at other tiles and per-thread accumulators (TM x TN), beside the library's own
 // three, a K-major cp.async kernel of its own, and the one-row tile with wider slabs (and more warps). Removed variants (the first generalisation,
-// 1-4, after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64): their
-// figures are rows of results/measurements.csv.
+// 1-4, after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64; its copy of
+// the whole-slab kernel now in the library, with serpentine order, 39-40, never timed, after 4209bc2):
+// their figures are rows of results/measurements.csv.
 #include "hybrid.cu"
 
 #include <torch/library.h>
@@ -48,15 +49,6 @@ struct KMajorTile {
   static_assert(BK % 4 == 0 && kStages >= 2 && TN % 2 == 0, "whole chunks, at least double buffering");
 };
 
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  const int bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros, read nothing
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
 template <int BM, int BN, int BK, int TM, int TN, int kStages>
 __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThreads, 1)
     kmajor_rows_gemm_kernel(GemmArgs a) {
@@ -100,9 +92,9 @@ __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThre
     float* stage = smem + (s % kStages) * Tile::kStageFloats;
     const int64_t k0 = s * BK;
 #pragma unroll
-    for (int i = 0; i < Tile::kAChunks; ++i) cp_async16(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
+    for (int i = 0; i < Tile::kAChunks; ++i) copy16_async(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
 #pragma unroll
-    for (int i = 0; i < Tile::kBChunks; ++i) cp_async16(stage + b_dst[i], b_src[i] + (b_ok[i] ? k0 : 0), b_ok[i]);
+    for (int i = 0; i < Tile::kBChunks; ++i) copy16_async(stage + b_dst[i], b_src[i] + (b_ok[i] ? k0 : 0), b_ok[i]);
   };
   const int tr = tid / CG, tc = tid % CG;
   float acc[TM][TN];
@@ -114,13 +106,13 @@ __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThre
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < slabs) copy_slab(s);
-    cp_async_commit();
+    commit_copies();
   }
   for (int64_t s = 0; s < slabs; ++s) {
-    cp_async_wait<kStages - 2>();
+    wait_for_copies<kStages - 2>();
     __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
     if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
-    cp_async_commit();
+    commit_copies();
     if (s < zero_passes) Zero::store(a, count, h0, s, tid);
     const float* As = smem + (s % kStages) * Tile::kStageFloats;
     const float* Bs = As + BM * S;
@@ -141,7 +133,7 @@ __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThre
         for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(av[i].y, bv[j].y, acc[i][j]);
     }
   }
-  cp_async_wait<0>();
+  wait_for_copies<0>();
   for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
@@ -333,143 +325,16 @@ void launch_wide_slab(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The wide-slab tile's 12x4 on 8 warps with lanes paired (as kPaired) fed by cp.async: slabs of
-// 32 k copied as they lie in memory (no STS, no trip through registers), each 16-byte chunk of a
-// 128-byte shared row at chunk ^ (row & 7), so that the 4 rows or 8 columns a warp reads four k of
-// at a time fall on distinct banks. Shared-memory model, cycles a k on an SM: 64 of loads + 8 of
-// copies, against 72 + 8 of register return for kPaired + kSkewed. A thread's rows i*RG + tr,
-// columns j*CG + tc; each output still one chain, k ascending.
-template <int BM, int BN, int TM, int TN, int kStages>
-struct SwizzledTile {
-  static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
-  static constexpr int kAChunks = BM * 8 / kThreads, kBChunks = BN * 8 / kThreads;
-  static constexpr int kStageFloats = (BM + BN) * BK;
-  static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
-  static_assert(BM * 8 % kThreads == 0 && BN * 8 % kThreads == 0, "chunks must divide among threads");
-  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "a warp: 4 row x 8 column groups");
-  static_assert(TN % 4 == 0 && kStages >= 2, "whole vectors, at least double buffering");
-  __device__ static int chunk_at(int row, int c) { return row * BK + ((c ^ (row & 7)) << 2); }
-};
-
-template <int BM, int BN, int TM, int TN, int kStages, bool kSerpentine>
-__global__ void __launch_bounds__(SwizzledTile<BM, BN, TM, TN, kStages>::kThreads, 1)
-    swizzled_rows_gemm_kernel(GemmArgs a) {
-  using Tile = SwizzledTile<BM, BN, TM, TN, kStages>;
-  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, BK = Tile::BK;
-  extern __shared__ __align__(16) float smem[];
-  const int tid = threadIdx.x;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
-  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  using Zero = ZeroPass<BN, T>;
-  const int64_t zero_passes = Zero::passes(a.M, count);
-  if (count == 0) {
-    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
-    return;
-  }
-  const float* a_src[Tile::kAChunks];
-  bool a_ok[Tile::kAChunks];
-  int a_dst[Tile::kAChunks];
-#pragma unroll
-  for (int i = 0; i < Tile::kAChunks; ++i) {
-    const int idx = tid + i * T, row = idx / 8, c = idx % 8;
-    const int64_t r = row < count ? a.rows[row] : -1;
-    a_ok[i] = r >= 0 && r < a.M;
-    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0) + 4 * c;
-    a_dst[i] = Tile::chunk_at(row, c);
-  }
-  const float* b_src[Tile::kBChunks];
-  int b_dst[Tile::kBChunks];
-#pragma unroll
-  for (int i = 0; i < Tile::kBChunks; ++i) {
-    const int idx = tid + i * T, col = idx / 8, c = idx % 8;
-    b_src[i] = a.w + (h0 + col) * a.w_stride + 4 * c;  // N % BN == 0
-    b_dst[i] = BM * BK + Tile::chunk_at(col, c);
-  }
-  const int64_t slabs = a.K / BK;  // the launcher requires K % 32 == 0
-  auto copy_slab = [&](int64_t s) {
-    float* stage = smem + (s % kStages) * Tile::kStageFloats;
-    const int64_t k0 = s * BK;
-#pragma unroll
-    for (int i = 0; i < Tile::kAChunks; ++i) cp_async16(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
-#pragma unroll
-    for (int i = 0; i < Tile::kBChunks; ++i) cp_async16(stage + b_dst[i], b_src[i] + k0, true);
-  };
-  const int lane = tid & 31, warp = tid >> 5;
-  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
-  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
-  // Rows i*RG + tr all have row & 7 == tr & 7 (RG % 8 == 0), columns j*CG + tc have tc & 7.
-  static_assert(RG % 8 == 0 && CG % 8 == 0, "one swizzle key a thread");
-  const int a_key = tr & 7, b_key = tc & 7;
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < slabs) copy_slab(s);
-    cp_async_commit();
-  }
-  for (int64_t s = 0; s < slabs; ++s) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
-    if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
-    cp_async_commit();
-    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
-    const float* As = smem + (s % kStages) * Tile::kStageFloats + tr * BK;
-    const float* Bs = smem + (s % kStages) * Tile::kStageFloats + BM * BK + tc * BK;
-#pragma unroll
-    for (int c = 0; c < BK / 4; ++c) {
-      float4 av[TM], bv[TN];
-      const int ao = (c ^ a_key) << 2, bo = (c ^ b_key) << 2;
-#pragma unroll
-      for (int i = 0; i < TM; ++i) av[i] = *reinterpret_cast<const float4*>(As + i * RG * BK + ao);
-#pragma unroll
-      for (int j = 0; j < TN; ++j) bv[j] = *reinterpret_cast<const float4*>(Bs + j * CG * BK + bo);
-      auto fma_k = [&](auto pick) {  // one k of every accumulator, rows in serpentine column order
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int jj = 0; jj < TN; ++jj) {
-            const int j = kSerpentine && (i & 1) ? TN - 1 - jj : jj;
-            acc[i][j] = __fmaf_rn(pick(av[i]), pick(bv[j]), acc[i][j]);
-          }
-      };
-      fma_k([](const float4& v) { return v.x; });
-      fma_k([](const float4& v) { return v.y; });
-      fma_k([](const float4& v) { return v.z; });
-      fma_k([](const float4& v) { return v.w; });
-    }
-  }
-  cp_async_wait<0>();
-  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int64_t slot = i * RG + tr;
-    if (slot >= a.M) continue;
-    const int64_t r = a.rows[slot];
-    if (r < 0 || r >= a.M) continue;
-    float* dst = a.y + r * a.N;
-    const bool computed = slot < count;
-#pragma unroll
-    for (int j = 0; j < TN; ++j) dst[h0 + j * CG + tc] = computed ? acc[i][j] : 0.f;
-  }
-}
-
-template <int BM, int BN, int TM, int TN, int kStages, bool kSerpentine = false>
-void launch_swizzled(const GemmArgs& a, cudaStream_t stream) {
-  using Tile = SwizzledTile<BM, BN, TM, TN, kStages>;
-  TORCH_CHECK(a.K % Tile::BK == 0 && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
+// The library's whole-slab tile (kernels/hybrid.cu: paired lanes fed by cp.async, XOR-swizzled
+// 32-k shared rows) at kStages slabs in flight; its SASS at 3 is the shipped kernel's.
+template <int kStages>
+void launch_library_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
+  TORCH_CHECK(a.K % 32 == 0 && a.N % FewRows::BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
-              "swizzled variants: K a multiple of 32, N of ", BN, ", 16-byte rows");
-  auto kernel = swizzled_rows_gemm_kernel<BM, BN, TM, TN, kStages, kSerpentine>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+              "whole-slab variants: K a multiple of 32, N of ", FewRows::BN, ", 16-byte rows");
   GemmArgs b = a;
-  b.max_count = BM;
-  kernel<<<static_cast<unsigned>(a.N / BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  b.max_count = FewRows::BM;
+  launch_whole_slabs<FewRows, kStages>(b, stream);
 }
 
 at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
@@ -519,10 +384,8 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 34: launch_wide_slab<192, 64, 16, 12, 4, false, false, true>(a, s); break;
     case 35: launch_wide_slab<192, 64, 16, 12, 4, false, true, true>(a, s); break;
     case 36: launch_wide_slab<192, 64, 16, 12, 4, true, true, true>(a, s); break;
-    case 37: launch_swizzled<192, 64, 12, 4, 2>(a, s); break;
-    case 38: launch_swizzled<192, 64, 12, 4, 3>(a, s); break;
-    case 39: launch_swizzled<192, 64, 12, 4, 2, true>(a, s); break;
-    case 40: launch_swizzled<192, 64, 12, 4, 3, true>(a, s); break;
+    case 37: launch_library_whole_slabs<2>(a, s); break;
+    case 38: launch_library_whole_slabs<3>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

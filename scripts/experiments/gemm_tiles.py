@@ -42,9 +42,9 @@ VARIANTS = {
     # The same with lanes paired for shared loads, with stores bank-skewed, both, both + serpentine.
     "wideslab-192x64x16-12x4-paired": 33, "wideslab-192x64x16-12x4-skewed": 34,
     "wideslab-192x64x16-12x4-paired-skewed": 35, "wideslab-192x64x16-12x4-paired-skewed-serpentine": 36,
-    # Paired lanes fed by cp.async into XOR-swizzled shared rows, 2 or 3 slabs of 32 k in flight.
+    # The library's whole-slab tile (paired lanes fed by cp.async into XOR-swizzled shared rows; 3 slabs
+    # of 32 k in flight since 221e746) at 2 or 3.
     "swizzled-192x64x32-12x4-2stage": 37, "swizzled-192x64x32-12x4-3stage": 38,
-    "swizzled-192x64x32-12x4-2stage-serpentine": 39, "swizzled-192x64x32-12x4-3stage-serpentine": 40,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
