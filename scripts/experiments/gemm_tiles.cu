@@ -337,6 +337,155 @@ void launch_library_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   launch_whole_slabs<FewRows, kStages>(b, stream);
 }
 
+// cuBLAS's feed for an FFMA-bound tile: 4-byte cp.async that transposes each slab on its way
+// into shared memory, one shared row per k (BM + 4 floats of x, BN + 4 of W: a copy's 8 k x 4 rows
+// fall on 32 banks), so that an LDS.128 returns 4 rows (or columns) at one k in consecutive
+// registers, which alternate register banks; a thread's FFMAs in 2x2 blocks, serpentine, so that
+// both operands can come from the reuse caches. kStages slabs of BK k in flight; the paired lanes
+// of the whole-slab tile; rows (q*4*RG + tr*4 + 0..3), columns (p*4*CG + tc*4 + 0..3).
+__device__ __forceinline__ void copy4_async(float* dst, const float* src, bool valid) {  // zeros where !valid
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(valid ? 4 : 0));
+}
+
+template <int BM, int BN, int TM, int TN, int kStages, int BK>
+struct TransposedTile {
+  static constexpr int RG = BM / TM, CG = BN / TN, kThreads = RG * CG, kWarps = kThreads / 32;
+  static constexpr int SA = BM + 4, SB = BN + 4;
+  static constexpr int kStageFloats = BK * (SA + SB);
+  static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
+  // A warp's copy: 4 rows x 8 k (lane / 8 the row, lane % 8 the k); a thread's copies reuse its rows.
+  static constexpr int kARows = BM / 4 / kWarps, kBRows = BN / 4 / kWarps, kKBlocks = BK / 8;
+  static_assert(BM / 4 % kWarps == 0 && BN / 4 % kWarps == 0 && BK % 8 == 0, "whole copy blocks a warp");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && TM % 2 == 0 && kStages >= 2, "whole vectors, at least two stages");
+  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "paired lanes: 4x8 a warp");
+};
+
+template <int BM, int BN, int TM, int TN, int kStages, int BK>
+__global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages, BK>::kThreads, 1)
+    transposed_rows_gemm_kernel(GemmArgs a) {
+  using Tile = TransposedTile<BM, BN, TM, TN, kStages, BK>;
+  using Zero = ZeroPass<BN, Tile::kThreads>;
+  constexpr int RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB, W = Tile::kWarps;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int64_t zero_passes = Zero::passes(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  // This thread's copies: rows (warp + r * W) * 4 + lane / 8 at k (kb * 8 + lane % 8) of each slab.
+  const float* a_src[Tile::kARows];
+  bool a_ok[Tile::kARows];
+#pragma unroll
+  for (int r = 0; r < Tile::kARows; ++r) {
+    const int slot = (warp + r * W) * 4 + lane / 8;
+    const int64_t row = slot < count ? a.rows[slot] : -1;
+    a_ok[r] = row >= 0 && row < a.M;
+    a_src[r] = a.x + (a_ok[r] ? row * a.x_stride : 0) + lane % 8;
+  }
+  const float* b_src[Tile::kBRows];
+#pragma unroll
+  for (int r = 0; r < Tile::kBRows; ++r) b_src[r] = a.w + (h0 + (warp + r * W) * 4 + lane / 8) * a.w_stride + lane % 8;
+  const int a_dst = (lane % 8) * SA + warp * 4 + lane / 8, b_dst = BK * SA + (lane % 8) * SB + warp * 4 + lane / 8;
+  auto copy_slab = [&](float* stage, int64_t k0) {
+#pragma unroll
+    for (int kb = 0; kb < Tile::kKBlocks; ++kb) {
+#pragma unroll
+      for (int r = 0; r < Tile::kARows; ++r)
+        copy4_async(stage + a_dst + kb * 8 * SA + r * W * 4, a_src[r] + k0 + kb * 8, a_ok[r]);  // !ok: row 0, not read
+#pragma unroll
+      for (int r = 0; r < Tile::kBRows; ++r) copy4_async(stage + b_dst + kb * 8 * SB + r * W * 4, b_src[r] + k0 + kb * 8, true);
+    }
+  };
+  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
+  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+  const int slabs = static_cast<int>(a.K / BK);  // the launcher checks K % BK == 0 and K < 2^31
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < slabs) copy_slab(smem + s * Tile::kStageFloats, static_cast<int64_t>(s) * BK);
+    commit_copies();
+  }
+  int read = 0, write = kStages - 1;  // stages
+  for (int s = 0; s < slabs; ++s) {
+    wait_for_copies<kStages - 2>();
+    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
+    if (s + kStages - 1 < slabs) copy_slab(smem + write * Tile::kStageFloats, static_cast<int64_t>(s + kStages - 1) * BK);
+    commit_copies();
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* As = smem + read * Tile::kStageFloats + tr * 4;
+    const float* Bs = smem + read * Tile::kStageFloats + BK * SA + tc * 4;
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      float av[TM], bv[TN];
+#pragma unroll
+      for (int q = 0; q < TM / 4; ++q) {
+        const float4 v = *reinterpret_cast<const float4*>(As + k * SA + q * 4 * RG);
+        av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+      }
+#pragma unroll
+      for (int p = 0; p < TN / 4; ++p) {
+        const float4 v = *reinterpret_cast<const float4*>(Bs + k * SB + p * 4 * CG);
+        bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
+      }
+#pragma unroll
+      for (int ip = 0; ip < TM / 2; ++ip)
+#pragma unroll
+        for (int jj = 0; jj < TN / 2; ++jj) {
+          const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
+#pragma unroll
+          for (int di = 0; di < 2; ++di)
+#pragma unroll
+            for (int dj = 0; dj < 2; ++dj) {
+              const int i = 2 * ip + di, j = 2 * jp + dj;
+              acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+            }
+        }
+    }
+    read = read + 1 == kStages ? 0 : read + 1;
+    write = write + 1 == kStages ? 0 : write + 1;
+  }
+  wait_for_copies<0>();
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    float* dst = a.y + r * a.N + h0 + tc * 4;
+    const bool computed = slot < count;
+#pragma unroll
+    for (int p = 0; p < TN / 4; ++p) {
+      const float4 v = computed ? make_float4(acc[i][4 * p], acc[i][4 * p + 1], acc[i][4 * p + 2], acc[i][4 * p + 3])
+                                : make_float4(0.f, 0.f, 0.f, 0.f);
+      *reinterpret_cast<float4*>(dst + p * 4 * CG) = v;
+    }
+  }
+}
+
+template <int BM, int BN, int TM, int TN, int kStages, int BK = 32>
+void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
+  using Tile = TransposedTile<BM, BN, TM, TN, kStages, BK>;
+  TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
+                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
+              "transposed variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
+  auto kernel = transposed_rows_gemm_kernel<BM, BN, TM, TN, kStages, BK>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  GemmArgs b = a;
+  b.max_count = BM;
+  kernel<<<static_cast<unsigned>(a.N / BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
                              int64_t variant) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
@@ -386,6 +535,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 36: launch_wide_slab<192, 64, 16, 12, 4, true, true, true>(a, s); break;
     case 37: launch_library_whole_slabs<2>(a, s); break;
     case 38: launch_library_whole_slabs<3>(a, s); break;
+    // cuBLAS's feed: cp.async transposing into one shared row per k, 2x2 FFMA blocks.
+    case 39: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
+    case 40: launch_transposed<192, 64, 12, 4, 4, 16>(a, s); break;
+    case 41: launch_transposed<192, 64, 12, 8, 3>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

@@ -45,10 +45,13 @@ VARIANTS = {
     # The library's whole-slab tile (paired lanes fed by cp.async into XOR-swizzled shared rows; 3 slabs
     # of 32 k in flight since 221e746) at 2 or 3.
     "swizzled-192x64x32-12x4-2stage": 37, "swizzled-192x64x32-12x4-3stage": 38,
+    # cuBLAS's feed: 4-byte cp.async transposing each slab into one shared row per k, FFMAs in 2x2 blocks.
+    "transposed-192x64x32-12x4-3stage": 39, "transposed-192x64x16-12x4-4stage": 40,
+    "transposed-192x64x32-12x8-3stage": 41,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
-             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled"))}
+             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled", "transposed"))}
 
 
 def main() -> int:
