@@ -360,7 +360,7 @@ struct TransposedTile {
   static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "paired lanes: 4x8 a warp");
 };
 
-template <int BM, int BN, int TM, int TN, int kStages, int BK>
+template <int BM, int BN, int TM, int TN, int kStages, int BK, bool kAhead>
 __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages, BK>::kThreads, 1)
     transposed_rows_gemm_kernel(GemmArgs a) {
   using Tile = TransposedTile<BM, BN, TM, TN, kStages, BK>;
@@ -409,49 +409,86 @@ __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages, BK>::k
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
   const int slabs = static_cast<int>(a.K / BK);  // the launcher checks K % BK == 0 and K < 2^31
+  auto load_fragments = [&](const float* stage, int k, float (&av)[TM], float (&bv)[TN]) {
+    const float* As = stage + k * SA + tr * 4;
+    const float* Bs = stage + BK * SA + k * SB + tc * 4;
+#pragma unroll
+    for (int q = 0; q < TM / 4; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(As + q * 4 * RG);
+      av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+    }
+#pragma unroll
+    for (int p = 0; p < TN / 4; ++p) {
+      const float4 v = *reinterpret_cast<const float4*>(Bs + p * 4 * CG);
+      bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
+    }
+  };
+  auto fma_fragments = [&](const float (&av)[TM], const float (&bv)[TN]) {  // one k of every accumulator
+#pragma unroll
+    for (int ip = 0; ip < TM / 2; ++ip)
+#pragma unroll
+      for (int jj = 0; jj < TN / 2; ++jj) {
+        const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
+#pragma unroll
+        for (int di = 0; di < 2; ++di)
+#pragma unroll
+          for (int dj = 0; dj < 2; ++dj) {
+            const int i = 2 * ip + di, j = 2 * jp + dj;
+            acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+          }
+      }
+  };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < slabs) copy_slab(smem + s * Tile::kStageFloats, static_cast<int64_t>(s) * BK);
     commit_copies();
   }
   int read = 0, write = kStages - 1;  // stages
-  for (int s = 0; s < slabs; ++s) {
-    wait_for_copies<kStages - 2>();
-    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
-    if (s + kStages - 1 < slabs) copy_slab(smem + write * Tile::kStageFloats, static_cast<int64_t>(s + kStages - 1) * BK);
-    commit_copies();
-    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
-    const float* As = smem + read * Tile::kStageFloats + tr * 4;
-    const float* Bs = smem + read * Tile::kStageFloats + BK * SA + tc * 4;
+  if constexpr (!kAhead) {
+    for (int s = 0; s < slabs; ++s) {
+      wait_for_copies<kStages - 2>();
+      __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
+      if (s + kStages - 1 < slabs) copy_slab(smem + write * Tile::kStageFloats, static_cast<int64_t>(s + kStages - 1) * BK);
+      commit_copies();
+      if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+      const float* stage = smem + read * Tile::kStageFloats;
 #pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      float av[TM], bv[TN];
-#pragma unroll
-      for (int q = 0; q < TM / 4; ++q) {
-        const float4 v = *reinterpret_cast<const float4*>(As + k * SA + q * 4 * RG);
-        av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+      for (int k = 0; k < BK; ++k) {
+        float av[TM], bv[TN];
+        load_fragments(stage, k, av, bv);
+        fma_fragments(av, bv);
       }
-#pragma unroll
-      for (int p = 0; p < TN / 4; ++p) {
-        const float4 v = *reinterpret_cast<const float4*>(Bs + k * SB + p * 4 * CG);
-        bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
-      }
-#pragma unroll
-      for (int ip = 0; ip < TM / 2; ++ip)
-#pragma unroll
-        for (int jj = 0; jj < TN / 2; ++jj) {
-          const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
-#pragma unroll
-          for (int di = 0; di < 2; ++di)
-#pragma unroll
-            for (int dj = 0; dj < 2; ++dj) {
-              const int i = 2 * ip + di, j = 2 * jp + dj;
-              acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
-            }
-        }
+      read = read + 1 == kStages ? 0 : read + 1;
+      write = write + 1 == kStages ? 0 : write + 1;
     }
-    read = read + 1 == kStages ? 0 : read + 1;
-    write = write + 1 == kStages ? 0 : write + 1;
+  } else {
+    // The next slab's barrier, copies and first fragments during the last k of this one, so that
+    // neither the barrier nor the first shared loads' latency stands between two slabs' FFMAs.
+    static_assert(kStages >= 3, "a slab ahead needs three stages");
+    float av[2][TM], bv[2][TN];
+    wait_for_copies<kStages - 2>();
+    __syncthreads();
+    load_fragments(smem, 0, av[0], bv[0]);
+    for (int s = 0; s < slabs; ++s) {
+      if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+      const float* stage = smem + read * Tile::kStageFloats;
+#pragma unroll
+      for (int k = 0; k < BK; ++k) {
+        const int cur = k & 1;
+        if (k + 1 < BK) {
+          load_fragments(stage, k + 1, av[cur ^ 1], bv[cur ^ 1]);
+        } else {
+          wait_for_copies<kStages - 3>();  // slab s + 1 is in
+          __syncthreads();  // and every thread is done with slab s - 1's stage, the one refilled
+          if (s + kStages - 1 < slabs) copy_slab(smem + write * Tile::kStageFloats, static_cast<int64_t>(s + kStages - 1) * BK);
+          commit_copies();
+          read = read + 1 == kStages ? 0 : read + 1;
+          write = write + 1 == kStages ? 0 : write + 1;
+          if (s + 1 < slabs) load_fragments(smem + read * Tile::kStageFloats, 0, av[cur ^ 1], bv[cur ^ 1]);
+        }
+        fma_fragments(av[cur], bv[cur]);
+      }
+    }
   }
   wait_for_copies<0>();
   for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
@@ -472,13 +509,13 @@ __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages, BK>::k
   }
 }
 
-template <int BM, int BN, int TM, int TN, int kStages, int BK = 32>
+template <int BM, int BN, int TM, int TN, int kStages, int BK = 32, bool kAhead = false>
 void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
   using Tile = TransposedTile<BM, BN, TM, TN, kStages, BK>;
   TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
               "transposed variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = transposed_rows_gemm_kernel<BM, BN, TM, TN, kStages, BK>;
+  auto kernel = transposed_rows_gemm_kernel<BM, BN, TM, TN, kStages, BK, kAhead>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
   GemmArgs b = a;
   b.max_count = BM;
@@ -539,6 +576,9 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 39: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
     case 40: launch_transposed<192, 64, 12, 4, 4, 16>(a, s); break;
     case 41: launch_transposed<192, 64, 12, 8, 3>(a, s); break;
+    // 39 with the next slab's barrier, copies and first fragments inside this slab's last k.
+    case 42: launch_transposed<192, 64, 12, 4, 3, 32, true>(a, s); break;
+    case 43: launch_transposed<192, 64, 12, 4, 4, 32, true>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

@@ -48,6 +48,8 @@ VARIANTS = {
     # cuBLAS's feed: 4-byte cp.async transposing each slab into one shared row per k, FFMAs in 2x2 blocks.
     "transposed-192x64x32-12x4-3stage": 39, "transposed-192x64x16-12x4-4stage": 40,
     "transposed-192x64x32-12x8-3stage": 41,
+    # The next slab's barrier, copies and first fragments inside the last k of this one.
+    "transposed-192x64x32-12x4-3stage-ahead": 42, "transposed-192x64x32-12x4-4stage-ahead": 43,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
