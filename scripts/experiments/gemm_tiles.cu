@@ -523,6 +523,157 @@ void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// 42's shared layout with copies a warp fetches as one 128-byte line (row r, k = lane: 4x fewer
+// lines a copy than 4 rows x 8 k; Nsight Compute at c4e67ec: lg_throttle 0.41 and short scoreboard
+// 0.83 cycles an instruction on 42, the copies of real rows 0.09 ms of its 0.73). Element (r, k) of
+// a slab is stored at column r ^ k of shared row k (no padding: the 32 k of one row's line on 32
+// banks); the 4 rows or columns a thread reads at k stay one 16-byte group, at (4t) ^ (k & 28),
+// their order permuted by k & 3, which the unrolled loop undoes at compile time. A thread copies
+// rows ((i ^ lane / 8) * 8 + warp), so that its destinations are one base plus constants.
+// kHint: the copies ask L2 for the whole 128-byte line.
+template <int kHint>
+__device__ __forceinline__ void copy4_line_async(float* dst, const float* src, bool valid) {
+  if constexpr (kHint)
+    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+                 "r"(valid ? 4 : 0));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(valid ? 4 : 0));
+}
+
+template <int BM, int BN, int TM, int TN, int kStages, int kHint>
+__global__ void __launch_bounds__(BM / TM * (BN / TN), 1) line_copy_rows_gemm_kernel(GemmArgs a) {
+  constexpr int BK = 32, RG = BM / TM, CG = BN / TN, T = RG * CG, W = T / 32;
+  constexpr int SA = BM, SB = BN, kStageFloats = BK * (SA + SB);
+  constexpr int kACopies = BM / W, kBCopies = BN / W;  // rows a thread copies a slab
+  static_assert(BM % (8 * W) == 0 && BN % (8 * W) == 0 && W == 8, "eight warps, whole groups of 8 rows");
+  static_assert(TM % 4 == 0 && TN == 4 && kStages >= 3, "12x4-like tiles, a slab ahead");
+  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == T, "paired lanes: 4x8 a warp");
+  using Zero = ZeroPass<BN, T>;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int64_t zero_passes = Zero::passes(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  const int flip = lane >> 3;
+  const float* a_src[kACopies];
+  bool a_ok[kACopies];
+#pragma unroll
+  for (int i = 0; i < kACopies; ++i) {
+    const int slot = ((i ^ flip) << 3) | warp;
+    const int64_t row = slot < count ? a.rows[slot] : -1;
+    a_ok[i] = row >= 0 && row < a.M;
+    a_src[i] = a.x + (a_ok[i] ? row * a.x_stride : 0) + lane;
+  }
+  const float* b_src[kBCopies];
+#pragma unroll
+  for (int i = 0; i < kBCopies; ++i) b_src[i] = a.w + (h0 + (((i ^ flip) << 3) | warp)) * a.w_stride + lane;
+  const int dst = lane * SA + (warp ^ (lane & 7));  // + i * 8: column ((i ^ flip) * 8 + warp) ^ lane
+  auto copy_slab = [&](float* stage, int64_t k0) {
+#pragma unroll
+    for (int i = 0; i < kACopies; ++i) copy4_line_async<kHint>(stage + dst + i * 8, a_src[i] + k0, a_ok[i]);
+#pragma unroll
+    for (int i = 0; i < kBCopies; ++i)
+      copy4_line_async<kHint>(stage + BK * SA + lane * (SB - SA) + dst + i * 8, b_src[i] + k0, true);
+  };
+  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
+  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+  auto pick = [](const float4& v, int t) { return t == 0 ? v.x : t == 1 ? v.y : t == 2 ? v.z : v.w; };
+  auto load_fragments = [&](const float* stage, int k, float (&av)[TM], float (&bv)[TN]) {
+    const float* As = stage + k * SA + ((tr * 4) ^ (k & 28));
+    const float* Bs = stage + BK * SA + k * SB + ((tc * 4) ^ (k & 28));
+#pragma unroll
+    for (int q = 0; q < TM / 4; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(As + q * 4 * RG);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) av[4 * q + t] = pick(v, t ^ (k & 3));
+    }
+    const float4 v = *reinterpret_cast<const float4*>(Bs);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) bv[t] = pick(v, t ^ (k & 3));
+  };
+  auto fma_fragments = [&](const float (&av)[TM], const float (&bv)[TN]) {
+#pragma unroll
+    for (int ip = 0; ip < TM / 2; ++ip)
+#pragma unroll
+      for (int jj = 0; jj < TN / 2; ++jj) {
+        const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
+#pragma unroll
+        for (int di = 0; di < 2; ++di)
+#pragma unroll
+          for (int dj = 0; dj < 2; ++dj) {
+            const int i = 2 * ip + di, j = 2 * jp + dj;
+            acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+          }
+      }
+  };
+  const int slabs = static_cast<int>(a.K / BK);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < slabs) copy_slab(smem + s * kStageFloats, static_cast<int64_t>(s) * BK);
+    commit_copies();
+  }
+  int read = 0, write = kStages - 1;
+  float av[2][TM], bv[2][TN];
+  wait_for_copies<kStages - 2>();
+  __syncthreads();
+  load_fragments(smem, 0, av[0], bv[0]);
+  for (int s = 0; s < slabs; ++s) {
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* stage = smem + read * kStageFloats;
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      const int cur = k & 1;
+      if (k + 1 < BK) {
+        load_fragments(stage, k + 1, av[cur ^ 1], bv[cur ^ 1]);
+      } else {
+        wait_for_copies<kStages - 3>();  // slab s + 1 is in
+        __syncthreads();  // and every thread is done with slab s - 1's stage, the one refilled
+        if (s + kStages - 1 < slabs) copy_slab(smem + write * kStageFloats, static_cast<int64_t>(s + kStages - 1) * BK);
+        commit_copies();
+        read = read + 1 == kStages ? 0 : read + 1;
+        write = write + 1 == kStages ? 0 : write + 1;
+        if (s + 1 < slabs) load_fragments(smem + read * kStageFloats, 0, av[cur ^ 1], bv[cur ^ 1]);
+      }
+      fma_fragments(av[cur], bv[cur]);
+    }
+  }
+  wait_for_copies<0>();
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    const float4 v = slot < count ? make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]) : make_float4(0.f, 0.f, 0.f, 0.f);
+    *reinterpret_cast<float4*>(a.y + r * a.N + h0 + tc * 4) = v;
+  }
+}
+
+template <int kStages, int kHint>
+void launch_line_copy(const GemmArgs& a, cudaStream_t stream) {
+  constexpr int BM = 192, BN = 64, TM = 12, TN = 4, BK = 32;
+  constexpr int kSmemBytes = kStages * BK * (BM + BN) * static_cast<int>(sizeof(float));
+  TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0, "line-copy variants: K a multiple of ", BK,
+              ", N of ", BN);
+  auto kernel = line_copy_rows_gemm_kernel<BM, BN, TM, TN, kStages, kHint>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  GemmArgs b = a;
+  b.max_count = BM;
+  kernel<<<static_cast<unsigned>(a.N / BN), BM / TM * (BN / TN), kSmemBytes, stream>>>(b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
                              int64_t variant) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
@@ -579,6 +730,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     // 39 with the next slab's barrier, copies and first fragments inside this slab's last k.
     case 42: launch_transposed<192, 64, 12, 4, 3, 32, true>(a, s); break;
     case 43: launch_transposed<192, 64, 12, 4, 4, 32, true>(a, s); break;
+    // 42 with each copy one row's 128-byte line, XOR-swizzled shared rows; with and without L2's 128-byte hint.
+    case 44: launch_line_copy<3, 0>(a, s); break;
+    case 45: launch_line_copy<3, 1>(a, s); break;
+    case 46: launch_line_copy<4, 1>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

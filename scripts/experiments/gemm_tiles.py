@@ -50,10 +50,13 @@ VARIANTS = {
     "transposed-192x64x32-12x8-3stage": 41,
     # The next slab's barrier, copies and first fragments inside the last k of this one.
     "transposed-192x64x32-12x4-3stage-ahead": 42, "transposed-192x64x32-12x4-4stage-ahead": 43,
+    # 42 with each copy one row's 128-byte line into XOR-swizzled shared rows; L2's 128-byte hint.
+    "linecopy-192x64x32-12x4-3stage": 44, "linecopy-192x64x32-12x4-3stage-hint": 45,
+    "linecopy-192x64x32-12x4-4stage-hint": 46,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
-             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled", "transposed"))}
+             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled", "transposed", "linecopy"))}
 
 
 def main() -> int:
