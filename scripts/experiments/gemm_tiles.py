@@ -53,10 +53,12 @@ VARIANTS = {
     # 42 with each copy one row's 128-byte line into XOR-swizzled shared rows; L2's 128-byte hint.
     "linecopy-192x64x32-12x4-3stage": 44, "linecopy-192x64x32-12x4-3stage-hint": 45,
     "linecopy-192x64x32-12x4-4stage-hint": 46,
+    # 42's compute fed through registers: 16-byte loads at a slab's start, 4-float stores at its end.
+    "staged-192x64x32-12x4-ahead": 47,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
-             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled", "transposed", "linecopy"))}
+             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled", "transposed", "linecopy", "staged"))}
 
 
 def main() -> int:
