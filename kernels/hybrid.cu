@@ -739,7 +739,8 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
   using FewRowsSlab = WholeSlabTile<FewRows::BM, FewRows::BN, FewRows::TM, FewRows::TN>;
-  if (vector && K % FewRowsSlab::BK == 0 && K < (int64_t(1) << 31) && N % FewRows::BN == 0) {  // its slab count is an int
+  // Its prologue reads a first slab (K > 0) and its slab count is an int.
+  if (vector && K > 0 && K % FewRowsSlab::BK == 0 && K < (int64_t(1) << 31) && N % FewRows::BN == 0) {
     launch_whole_slabs<FewRows>(a, stream);
   } else {
     launch_rows_gemm<FewRows>(a, vector, stream);
