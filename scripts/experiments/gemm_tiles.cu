@@ -820,6 +820,150 @@ void launch_line_copy(const GemmArgs& a, cudaStream_t stream) {
 }
 
 
+// The library's whole-slab tile (the staged one, variant 47) at other slab widths: its frozen copy
+// with BK a parameter (at 32 its sm_90 SASS is the library's). Wider slabs spread the barrier and
+// the loop's own instructions over more FFMA (sm_90: 87.4% FFMA at 64 k, 85.2% at 32, 82.1% at 16).
+template <int BM, int BN, int TM, int TN, int BK>
+__global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kernel(GemmArgs a) {
+  constexpr int RG = BM / TM, CG = BN / TN, T = RG * CG;
+  constexpr int kAFloats = BK * BM + 32, kBufFloats = kAFloats + BK * BN + 32;
+  constexpr int kALoads = BM * BK / 4 / T, kBLoads = BN * BK / 4 / T;
+  static_assert(BM * BK / 4 % T == 0 && BN * BK / 4 % T == 0 && BM % 32 == 0 && BN % 32 == 0, "whole rounds, 32-bank rows");
+  static_assert(TM % 4 == 0 && TN == 4, "12x4-like tiles");
+  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == T, "paired lanes: 4x8 a warp");
+  using Zero = ZeroPass<BN, T>;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int64_t zero_passes = Zero::passes(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  constexpr int V = BK / 4, kSkewStep = V < 8 ? 32 / V : 4, kSkewCycle = V < 8 ? V : 8;  // float4s a row of a slab
+  const int k4 = (tid % V) * 4;  // this thread's 4 k of a slab; its rows tid / V + (T / V) i
+  const float* a_src[kALoads];
+  bool a_ok[kALoads];
+#pragma unroll
+  for (int i = 0; i < kALoads; ++i) {
+    const int slot = tid / V + i * (T / V);
+    const int64_t row = slot < count ? a.rows[slot] : -1;
+    a_ok[i] = row >= 0 && row < a.M;
+    a_src[i] = a.x + (a_ok[i] ? row * a.x_stride : 0) + k4;
+  }
+  const float* b_src[kBLoads];
+#pragma unroll
+  for (int i = 0; i < kBLoads; ++i) b_src[i] = a.w + (h0 + tid / V + i * (T / V)) * a.w_stride + k4;
+  float4 a_reg[kALoads], b_reg[kBLoads];
+  auto load_slab = [&](int64_t k0) {
+#pragma unroll
+    for (int i = 0; i < kALoads; ++i)
+      a_reg[i] = a_ok[i] ? *reinterpret_cast<const float4*>(a_src[i] + k0) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < kBLoads; ++i) b_reg[i] = *reinterpret_cast<const float4*>(b_src[i] + k0);
+  };
+  // shared row k's first float: a skew that puts a warp's stores on 32 banks (on 16 at 64-k slabs)
+  constexpr auto row_at = [](int k, int S) { return k * S + kSkewStep * ((k / 4) % kSkewCycle); };
+  const int skew = kSkewStep * (k4 / 4 % kSkewCycle);
+  auto store_slab = [&](float* buf) {
+#pragma unroll
+    for (int i = 0; i < kALoads; ++i) {
+      float* d = buf + k4 * BM + skew + tid / V + i * (T / V);
+      d[0] = a_reg[i].x, d[BM] = a_reg[i].y, d[2 * BM] = a_reg[i].z, d[3 * BM] = a_reg[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < kBLoads; ++i) {
+      float* d = buf + kAFloats + k4 * BN + skew + tid / V + i * (T / V);
+      d[0] = b_reg[i].x, d[BN] = b_reg[i].y, d[2 * BN] = b_reg[i].z, d[3 * BN] = b_reg[i].w;
+    }
+  };
+  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
+  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+  auto load_fragments = [&](const float* buf, int k, float (&av)[TM], float (&bv)[TN]) {
+    const float* As = buf + row_at(k, BM) + tr * 4;
+    const float* Bs = buf + kAFloats + row_at(k, BN) + tc * 4;
+#pragma unroll
+    for (int q = 0; q < TM / 4; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(As + q * 4 * RG);
+      av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+    }
+    const float4 v = *reinterpret_cast<const float4*>(Bs);
+    bv[0] = v.x, bv[1] = v.y, bv[2] = v.z, bv[3] = v.w;
+  };
+  auto fma_fragments = [&](const float (&av)[TM], const float (&bv)[TN]) {
+#pragma unroll
+    for (int ip = 0; ip < TM / 2; ++ip)
+#pragma unroll
+      for (int jj = 0; jj < TN / 2; ++jj) {
+        const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
+#pragma unroll
+        for (int di = 0; di < 2; ++di)
+#pragma unroll
+          for (int dj = 0; dj < 2; ++dj) {
+            const int i = 2 * ip + di, j = 2 * jp + dj;
+            acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+          }
+      }
+  };
+  const int slabs = static_cast<int>(a.K / BK);
+  float* buf = smem;
+  load_slab(0);
+  store_slab(buf);
+  __syncthreads();
+  float av[2][TM], bv[2][TN];
+  load_fragments(buf, 0, av[0], bv[0]);
+  for (int s = 0; s < slabs; ++s) {
+    if (s + 1 < slabs) load_slab(static_cast<int64_t>(s + 1) * BK);
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      const int cur = k & 1;
+      if (k + 1 < BK) {
+        load_fragments(buf, k + 1, av[cur ^ 1], bv[cur ^ 1]);
+      } else {
+        float* other = buf == smem ? smem + kBufFloats : smem;  // last read in slab s - 1, before its barrier
+        if (s + 1 < slabs) store_slab(other);
+        __syncthreads();
+        buf = other;
+        if (s + 1 < slabs) load_fragments(buf, 0, av[cur ^ 1], bv[cur ^ 1]);
+      }
+      fma_fragments(av[cur], bv[cur]);
+    }
+  }
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    const float4 v = slot < count ? make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]) : make_float4(0.f, 0.f, 0.f, 0.f);
+    *reinterpret_cast<float4*>(a.y + r * a.N + h0 + tc * 4) = v;
+  }
+}
+
+template <int BK>
+void launch_staged(const GemmArgs& a, cudaStream_t stream) {
+  constexpr int BM = 192, BN = 64, TM = 12, TN = 4;
+  constexpr int kSmemBytes = 2 * (BK * BM + 32 + BK * BN + 32) * static_cast<int>(sizeof(float));
+  TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
+                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
+              "staged variant: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
+  auto kernel = staged_rows_gemm_kernel<BM, BN, TM, TN, BK>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  GemmArgs b = a;
+  b.max_count = BM;
+  kernel<<<static_cast<unsigned>(a.N / BN), BM / TM * (BN / TN), kSmemBytes, stream>>>(b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
                              int64_t variant) {
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
@@ -882,6 +1026,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 46: launch_line_copy<4, 1>(a, s); break;
     // 42's compute fed through registers (16-byte loads at a slab's start, stores at its end).
     case 47: launch_library_whole_slabs(a, s); break;
+    // The library's staged tile at 64- and 16-k slabs (a frozen copy), and at 32 (its SASS = 47's).
+    case 48: launch_staged<64>(a, s); break;
+    case 49: launch_staged<16>(a, s); break;
+    case 50: launch_staged<32>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

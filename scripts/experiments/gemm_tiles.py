@@ -56,6 +56,8 @@ VARIANTS = {
     # 42's compute fed through registers: 16-byte loads at a slab's start, 4-float stores at its end (the
     # library's whole-slab tile since it was measured here, ae84a45: the same SASS).
     "staged-192x64x32-12x4-ahead": 47,
+    # The library's staged tile at 64- and 16-k slabs (a frozen copy; at 32 its SASS is 47's).
+    "staged-192x64x64-12x4-ahead": 48, "staged-192x64x16-12x4-ahead": 49, "staged-copy-192x64x32-12x4-ahead": 50,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 MAX_COUNT = {name: 192 for name in VARIANTS
