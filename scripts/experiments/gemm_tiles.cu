@@ -1,10 +1,11 @@
 // Variants of kernels/hybrid.cu's rows_gemm, for scripts/experiments/gemm_tiles.py: the library's
 // kernel template at other tiles and per-thread accumulators (TM x TN), beside the library's own
 // three, a K-major cp.async kernel of its own, the one-row tile with wider slabs (and more warps),
-// the library's swizzled tile before the staged one (a frozen copy), and cuBLAS's transposed layout
-// with three feeds. Removed variants (the first generalisation, 1-4, after f1e91db; the experiment's
-// own copy of the template, 6 and 24, after 6619d64; a serpentine whole-slab copy, 39-40, never timed,
-// after 4209bc2, numbers used again since): their figures are rows of results/measurements.csv.
+// the library's swizzled tile before the staged one (a frozen copy), cuBLAS's transposed layout, and
+// the library's staged tile at other slab widths. Removed variants (the first generalisation, 1-4,
+// after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64; a serpentine
+// whole-slab copy, 39-40, never timed, after 4209bc2; the transposed and line-copy tiles that lost,
+// 39-41 and 43-46, after 7974810): their figures are rows of results/measurements.csv.
 #include "hybrid.cu"
 
 #include <torch/library.h>
@@ -482,35 +483,77 @@ void launch_library_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   launch_whole_slabs<FewRows>(b, stream);
 }
 
+// One k of a thread's accumulators from fragments of 4-row (4-column) groups at one k: 2x2 blocks,
+// serpentine, so that both operands can come from the reuse caches.
+template <int TM, int TN>
+__device__ __forceinline__ void fma_2x2_blocks(float (&acc)[TM][TN], const float (&av)[TM], const float (&bv)[TN]) {
+#pragma unroll
+  for (int ip = 0; ip < TM / 2; ++ip)
+#pragma unroll
+    for (int jj = 0; jj < TN / 2; ++jj) {
+      const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
+#pragma unroll
+      for (int di = 0; di < 2; ++di)
+#pragma unroll
+        for (int dj = 0; dj < 2; ++dj) {
+          const int i = 2 * ip + di, j = 2 * jp + dj;
+          acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+        }
+    }
+}
+
+// A thread's outputs in 4-row (4-column) groups: rows (i / 4) * 4 * RG + tr * 4 + i % 4, columns
+// h0 + p * 4 * CG + tc * 4 + 0..3; zeros in the rows past the count.
+template <int TM, int TN, int RG, int CG>
+__device__ __forceinline__ void store_groups(const GemmArgs& a, const float (&acc)[TM][TN], int64_t count, int64_t h0,
+                                             int tr, int tc) {
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    float* dst = a.y + r * a.N + h0 + tc * 4;
+    const bool computed = slot < count;
+#pragma unroll
+    for (int p = 0; p < TN / 4; ++p) {
+      const float4 v = computed ? make_float4(acc[i][4 * p], acc[i][4 * p + 1], acc[i][4 * p + 2], acc[i][4 * p + 3])
+                                : make_float4(0.f, 0.f, 0.f, 0.f);
+      *reinterpret_cast<float4*>(dst + p * 4 * CG) = v;
+    }
+  }
+}
+
 // cuBLAS's feed for an FFMA-bound tile: 4-byte cp.async that transposes each slab on its way
 // into shared memory, one shared row per k (BM + 4 floats of x, BN + 4 of W: a copy's 8 k x 4 rows
 // fall on 32 banks), so that an LDS.128 returns 4 rows (or columns) at one k in consecutive
-// registers, which alternate register banks; a thread's FFMAs in 2x2 blocks, serpentine, so that
-// both operands can come from the reuse caches. kStages slabs of BK k in flight; the paired lanes
-// of the whole-slab tile; rows (q*4*RG + tr*4 + 0..3), columns (p*4*CG + tc*4 + 0..3).
+// registers, which alternate register banks; FFMAs in 2x2 blocks. kStages slabs of 32 k in flight,
+// the next slab's barrier, copies and first fragments inside this slab's last k; the paired lanes
+// of the whole-slab tile. The same copies at a slab's start, with 16-k slabs or 12x8 on 4 warps,
+// and copies of one 128-byte line each (variants 39-41, 43-46, removed after 7974810) were slower.
 __device__ __forceinline__ void copy4_async(float* dst, const float* src, bool valid) {  // zeros where !valid
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(valid ? 4 : 0));
 }
 
-template <int BM, int BN, int TM, int TN, int kStages, int BK>
+template <int BM, int BN, int TM, int TN, int kStages>
 struct TransposedTile {
-  static constexpr int RG = BM / TM, CG = BN / TN, kThreads = RG * CG, kWarps = kThreads / 32;
+  static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG, kWarps = kThreads / 32;
   static constexpr int SA = BM + 4, SB = BN + 4;
   static constexpr int kStageFloats = BK * (SA + SB);
   static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
   // A warp's copy: 4 rows x 8 k (lane / 8 the row, lane % 8 the k); a thread's copies reuse its rows.
   static constexpr int kARows = BM / 4 / kWarps, kBRows = BN / 4 / kWarps, kKBlocks = BK / 8;
   static_assert(BM / 4 % kWarps == 0 && BN / 4 % kWarps == 0 && BK % 8 == 0, "whole copy blocks a warp");
-  static_assert(TM % 4 == 0 && TN % 4 == 0 && TM % 2 == 0 && kStages >= 2, "whole vectors, at least two stages");
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && kStages >= 3, "whole vectors, a slab ahead");
   static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "paired lanes: 4x8 a warp");
 };
 
-template <int BM, int BN, int TM, int TN, int kStages, int BK, bool kAhead>
-__global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages, BK>::kThreads, 1)
+template <int BM, int BN, int TM, int TN, int kStages>
+__global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages>::kThreads, 1)
     transposed_rows_gemm_kernel(GemmArgs a) {
-  using Tile = TransposedTile<BM, BN, TM, TN, kStages, BK>;
+  using Tile = TransposedTile<BM, BN, TM, TN, kStages>;
   using Zero = ZeroPass<BN, Tile::kThreads>;
-  constexpr int RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB, W = Tile::kWarps;
+  constexpr int BK = Tile::BK, RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB, W = Tile::kWarps;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
@@ -568,48 +611,15 @@ __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages, BK>::k
       bv[4 * p] = v.x, bv[4 * p + 1] = v.y, bv[4 * p + 2] = v.z, bv[4 * p + 3] = v.w;
     }
   };
-  auto fma_fragments = [&](const float (&av)[TM], const float (&bv)[TN]) {  // one k of every accumulator
-#pragma unroll
-    for (int ip = 0; ip < TM / 2; ++ip)
-#pragma unroll
-      for (int jj = 0; jj < TN / 2; ++jj) {
-        const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
-#pragma unroll
-        for (int di = 0; di < 2; ++di)
-#pragma unroll
-          for (int dj = 0; dj < 2; ++dj) {
-            const int i = 2 * ip + di, j = 2 * jp + dj;
-            acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
-          }
-      }
-  };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < slabs) copy_slab(smem + s * Tile::kStageFloats, static_cast<int64_t>(s) * BK);
     commit_copies();
   }
   int read = 0, write = kStages - 1;  // stages
-  if constexpr (!kAhead) {
-    for (int s = 0; s < slabs; ++s) {
-      wait_for_copies<kStages - 2>();
-      __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
-      if (s + kStages - 1 < slabs) copy_slab(smem + write * Tile::kStageFloats, static_cast<int64_t>(s + kStages - 1) * BK);
-      commit_copies();
-      if (s < zero_passes) Zero::store(a, count, h0, s, tid);
-      const float* stage = smem + read * Tile::kStageFloats;
-#pragma unroll
-      for (int k = 0; k < BK; ++k) {
-        float av[TM], bv[TN];
-        load_fragments(stage, k, av, bv);
-        fma_fragments(av, bv);
-      }
-      read = read + 1 == kStages ? 0 : read + 1;
-      write = write + 1 == kStages ? 0 : write + 1;
-    }
-  } else {
+  {
     // The next slab's barrier, copies and first fragments during the last k of this one, so that
     // neither the barrier nor the first shared loads' latency stands between two slabs' FFMAs.
-    static_assert(kStages >= 3, "a slab ahead needs three stages");
     float av[2][TM], bv[2][TN];
     wait_for_copies<kStages - 2>();
     __syncthreads();
@@ -631,36 +641,23 @@ __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages, BK>::k
           write = write + 1 == kStages ? 0 : write + 1;
           if (s + 1 < slabs) load_fragments(smem + read * Tile::kStageFloats, 0, av[cur ^ 1], bv[cur ^ 1]);
         }
-        fma_fragments(av[cur], bv[cur]);
+        fma_2x2_blocks(acc, av[cur], bv[cur]);
       }
     }
   }
   wait_for_copies<0>();
   for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
-    if (slot >= a.M) continue;
-    const int64_t r = a.rows[slot];
-    if (r < 0 || r >= a.M) continue;
-    float* dst = a.y + r * a.N + h0 + tc * 4;
-    const bool computed = slot < count;
-#pragma unroll
-    for (int p = 0; p < TN / 4; ++p) {
-      const float4 v = computed ? make_float4(acc[i][4 * p], acc[i][4 * p + 1], acc[i][4 * p + 2], acc[i][4 * p + 3])
-                                : make_float4(0.f, 0.f, 0.f, 0.f);
-      *reinterpret_cast<float4*>(dst + p * 4 * CG) = v;
-    }
-  }
+  store_groups<TM, TN, RG, CG>(a, acc, count, h0, tr, tc);
 }
 
-template <int BM, int BN, int TM, int TN, int kStages, int BK = 32, bool kAhead = false>
+template <int BM, int BN, int TM, int TN, int kStages>
 void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
-  using Tile = TransposedTile<BM, BN, TM, TN, kStages, BK>;
+  using Tile = TransposedTile<BM, BN, TM, TN, kStages>;
+  constexpr int BK = Tile::BK;
   TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
               "transposed variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = transposed_rows_gemm_kernel<BM, BN, TM, TN, kStages, BK, kAhead>;
+  auto kernel = transposed_rows_gemm_kernel<BM, BN, TM, TN, kStages>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
   GemmArgs b = a;
   b.max_count = BM;
@@ -668,161 +665,9 @@ void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// 42's shared layout with copies a warp fetches as one 128-byte line (row r, k = lane: 4x fewer
-// lines a copy than 4 rows x 8 k; Nsight Compute at c4e67ec: lg_throttle 0.41 and short scoreboard
-// 0.83 cycles an instruction on 42, the copies of real rows 0.09 ms of its 0.73). Element (r, k) of
-// a slab is stored at column r ^ k of shared row k (no padding: the 32 k of one row's line on 32
-// banks); the 4 rows or columns a thread reads at k stay one 16-byte group, at (4t) ^ (k & 28),
-// their order permuted by k & 3, which the unrolled loop undoes at compile time. A thread copies
-// rows ((i ^ lane / 8) * 8 + warp), so that its destinations are one base plus constants.
-// kHint: the copies ask L2 for the whole 128-byte line.
-template <int kHint>
-__device__ __forceinline__ void copy4_line_async(float* dst, const float* src, bool valid) {
-  if constexpr (kHint)
-    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-                 "r"(valid ? 4 : 0));
-  else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(valid ? 4 : 0));
-}
-
-template <int BM, int BN, int TM, int TN, int kStages, int kHint>
-__global__ void __launch_bounds__(BM / TM * (BN / TN), 1) line_copy_rows_gemm_kernel(GemmArgs a) {
-  constexpr int BK = 32, RG = BM / TM, CG = BN / TN, T = RG * CG, W = T / 32;
-  constexpr int SA = BM, SB = BN, kStageFloats = BK * (SA + SB);
-  constexpr int kACopies = BM / W, kBCopies = BN / W;  // rows a thread copies a slab
-  static_assert(BM % (8 * W) == 0 && BN % (8 * W) == 0 && W == 8, "eight warps, whole groups of 8 rows");
-  static_assert(TM % 4 == 0 && TN == 4 && kStages >= 3, "12x4-like tiles, a slab ahead");
-  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == T, "paired lanes: 4x8 a warp");
-  using Zero = ZeroPass<BN, T>;
-  extern __shared__ __align__(16) float smem[];
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
-  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int64_t zero_passes = Zero::passes(a.M, count);
-  if (count == 0) {
-    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
-    return;
-  }
-  const int flip = lane >> 3;
-  const float* a_src[kACopies];
-  bool a_ok[kACopies];
-#pragma unroll
-  for (int i = 0; i < kACopies; ++i) {
-    const int slot = ((i ^ flip) << 3) | warp;
-    const int64_t row = slot < count ? a.rows[slot] : -1;
-    a_ok[i] = row >= 0 && row < a.M;
-    a_src[i] = a.x + (a_ok[i] ? row * a.x_stride : 0) + lane;
-  }
-  const float* b_src[kBCopies];
-#pragma unroll
-  for (int i = 0; i < kBCopies; ++i) b_src[i] = a.w + (h0 + (((i ^ flip) << 3) | warp)) * a.w_stride + lane;
-  const int dst = lane * SA + (warp ^ (lane & 7));  // + i * 8: column ((i ^ flip) * 8 + warp) ^ lane
-  auto copy_slab = [&](float* stage, int64_t k0) {
-#pragma unroll
-    for (int i = 0; i < kACopies; ++i) copy4_line_async<kHint>(stage + dst + i * 8, a_src[i] + k0, a_ok[i]);
-#pragma unroll
-    for (int i = 0; i < kBCopies; ++i)
-      copy4_line_async<kHint>(stage + BK * SA + lane * (SB - SA) + dst + i * 8, b_src[i] + k0, true);
-  };
-  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
-  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-  auto pick = [](const float4& v, int t) { return t == 0 ? v.x : t == 1 ? v.y : t == 2 ? v.z : v.w; };
-  auto load_fragments = [&](const float* stage, int k, float (&av)[TM], float (&bv)[TN]) {
-    const float* As = stage + k * SA + ((tr * 4) ^ (k & 28));
-    const float* Bs = stage + BK * SA + k * SB + ((tc * 4) ^ (k & 28));
-#pragma unroll
-    for (int q = 0; q < TM / 4; ++q) {
-      const float4 v = *reinterpret_cast<const float4*>(As + q * 4 * RG);
-#pragma unroll
-      for (int t = 0; t < 4; ++t) av[4 * q + t] = pick(v, t ^ (k & 3));
-    }
-    const float4 v = *reinterpret_cast<const float4*>(Bs);
-#pragma unroll
-    for (int t = 0; t < 4; ++t) bv[t] = pick(v, t ^ (k & 3));
-  };
-  auto fma_fragments = [&](const float (&av)[TM], const float (&bv)[TN]) {
-#pragma unroll
-    for (int ip = 0; ip < TM / 2; ++ip)
-#pragma unroll
-      for (int jj = 0; jj < TN / 2; ++jj) {
-        const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
-#pragma unroll
-        for (int di = 0; di < 2; ++di)
-#pragma unroll
-          for (int dj = 0; dj < 2; ++dj) {
-            const int i = 2 * ip + di, j = 2 * jp + dj;
-            acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
-          }
-      }
-  };
-  const int slabs = static_cast<int>(a.K / BK);
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < slabs) copy_slab(smem + s * kStageFloats, static_cast<int64_t>(s) * BK);
-    commit_copies();
-  }
-  int read = 0, write = kStages - 1;
-  float av[2][TM], bv[2][TN];
-  wait_for_copies<kStages - 2>();
-  __syncthreads();
-  load_fragments(smem, 0, av[0], bv[0]);
-  for (int s = 0; s < slabs; ++s) {
-    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
-    const float* stage = smem + read * kStageFloats;
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      const int cur = k & 1;
-      if (k + 1 < BK) {
-        load_fragments(stage, k + 1, av[cur ^ 1], bv[cur ^ 1]);
-      } else {
-        wait_for_copies<kStages - 3>();  // slab s + 1 is in
-        __syncthreads();  // and every thread is done with slab s - 1's stage, the one refilled
-        if (s + kStages - 1 < slabs) copy_slab(smem + write * kStageFloats, static_cast<int64_t>(s + kStages - 1) * BK);
-        commit_copies();
-        read = read + 1 == kStages ? 0 : read + 1;
-        write = write + 1 == kStages ? 0 : write + 1;
-        if (s + 1 < slabs) load_fragments(smem + read * kStageFloats, 0, av[cur ^ 1], bv[cur ^ 1]);
-      }
-      fma_fragments(av[cur], bv[cur]);
-    }
-  }
-  wait_for_copies<0>();
-  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
-    if (slot >= a.M) continue;
-    const int64_t r = a.rows[slot];
-    if (r < 0 || r >= a.M) continue;
-    const float4 v = slot < count ? make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]) : make_float4(0.f, 0.f, 0.f, 0.f);
-    *reinterpret_cast<float4*>(a.y + r * a.N + h0 + tc * 4) = v;
-  }
-}
-
-template <int kStages, int kHint>
-void launch_line_copy(const GemmArgs& a, cudaStream_t stream) {
-  constexpr int BM = 192, BN = 64, TM = 12, TN = 4, BK = 32;
-  constexpr int kSmemBytes = kStages * BK * (BM + BN) * static_cast<int>(sizeof(float));
-  TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0, "line-copy variants: K a multiple of ", BK,
-              ", N of ", BN);
-  auto kernel = line_copy_rows_gemm_kernel<BM, BN, TM, TN, kStages, kHint>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  GemmArgs b = a;
-  b.max_count = BM;
-  kernel<<<static_cast<unsigned>(a.N / BN), BM / TM * (BN / TN), kSmemBytes, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-
 // The library's whole-slab tile (the staged one, variant 47) at other slab widths: its frozen copy
 // with BK a parameter (at 32 its sm_90 SASS is the library's). Wider slabs spread the barrier and
-// the loop's own instructions over more FFMA (sm_90: 87.4% FFMA at 64 k, 85.2% at 32, 82.1% at 16).
+// the loop's own instructions over more FFMA (sm_90: 86.6% FFMA at 64 k, 85.2% at 32, 82.1% at 16).
 template <int BM, int BN, int TM, int TN, int BK>
 __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kernel(GemmArgs a) {
   constexpr int RG = BM / TM, CG = BN / TN, T = RG * CG;
@@ -897,21 +742,6 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
     const float4 v = *reinterpret_cast<const float4*>(Bs);
     bv[0] = v.x, bv[1] = v.y, bv[2] = v.z, bv[3] = v.w;
   };
-  auto fma_fragments = [&](const float (&av)[TM], const float (&bv)[TN]) {
-#pragma unroll
-    for (int ip = 0; ip < TM / 2; ++ip)
-#pragma unroll
-      for (int jj = 0; jj < TN / 2; ++jj) {
-        const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
-#pragma unroll
-        for (int di = 0; di < 2; ++di)
-#pragma unroll
-          for (int dj = 0; dj < 2; ++dj) {
-            const int i = 2 * ip + di, j = 2 * jp + dj;
-            acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
-          }
-      }
-  };
   const int slabs = static_cast<int>(a.K / BK);
   float* buf = smem;
   load_slab(0);
@@ -934,19 +764,11 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
         buf = other;
         if (s + 1 < slabs) load_fragments(buf, 0, av[cur ^ 1], bv[cur ^ 1]);
       }
-      fma_fragments(av[cur], bv[cur]);
+      fma_2x2_blocks(acc, av[cur], bv[cur]);
     }
   }
   for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
-    if (slot >= a.M) continue;
-    const int64_t r = a.rows[slot];
-    if (r < 0 || r >= a.M) continue;
-    const float4 v = slot < count ? make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]) : make_float4(0.f, 0.f, 0.f, 0.f);
-    *reinterpret_cast<float4*>(a.y + r * a.N + h0 + tc * 4) = v;
-  }
+  store_groups<TM, TN, RG, CG>(a, acc, count, h0, tr, tc);
 }
 
 template <int BK>
@@ -1013,18 +835,9 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 36: launch_wide_slab<192, 64, 16, 12, 4, true, true, true>(a, s); break;
     case 37: launch_swizzled<2>(a, s); break;
     case 38: launch_swizzled<3>(a, s); break;
-    // cuBLAS's feed: cp.async transposing into one shared row per k, 2x2 FFMA blocks.
-    case 39: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
-    case 40: launch_transposed<192, 64, 12, 4, 4, 16>(a, s); break;
-    case 41: launch_transposed<192, 64, 12, 8, 3>(a, s); break;
-    // 39 with the next slab's barrier, copies and first fragments inside this slab's last k.
-    case 42: launch_transposed<192, 64, 12, 4, 3, 32, true>(a, s); break;
-    case 43: launch_transposed<192, 64, 12, 4, 4, 32, true>(a, s); break;
-    // 42 with each copy one row's 128-byte line, XOR-swizzled shared rows; with and without L2's 128-byte hint.
-    case 44: launch_line_copy<3, 0>(a, s); break;
-    case 45: launch_line_copy<3, 1>(a, s); break;
-    case 46: launch_line_copy<4, 1>(a, s); break;
-    // 42's compute fed through registers (16-byte loads at a slab's start, stores at its end).
+    // cuBLAS's feed: 4-byte cp.async transposing into one shared row per k, a slab ahead, 2x2 FFMA blocks.
+    case 42: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
+    // 42's compute fed through registers (16-byte loads at a slab's start, stores at its end): the library's.
     case 47: launch_library_whole_slabs(a, s); break;
     // The library's staged tile at 64- and 16-k slabs (a frozen copy), and at 32 (its SASS = 47's).
     case 48: launch_staged<64>(a, s); break;

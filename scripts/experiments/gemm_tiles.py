@@ -45,14 +45,9 @@ VARIANTS = {
     # The library's whole-slab tile from 221e746 until the staged one (a frozen copy: paired lanes fed by
     # cp.async into XOR-swizzled shared rows) at 2 or 3 slabs of 32 k in flight.
     "swizzled-192x64x32-12x4-2stage": 37, "swizzled-192x64x32-12x4-3stage": 38,
-    # cuBLAS's feed: 4-byte cp.async transposing each slab into one shared row per k, FFMAs in 2x2 blocks.
-    "transposed-192x64x32-12x4-3stage": 39, "transposed-192x64x16-12x4-4stage": 40,
-    "transposed-192x64x32-12x8-3stage": 41,
-    # The next slab's barrier, copies and first fragments inside the last k of this one.
-    "transposed-192x64x32-12x4-3stage-ahead": 42, "transposed-192x64x32-12x4-4stage-ahead": 43,
-    # 42 with each copy one row's 128-byte line into XOR-swizzled shared rows; L2's 128-byte hint.
-    "linecopy-192x64x32-12x4-3stage": 44, "linecopy-192x64x32-12x4-3stage-hint": 45,
-    "linecopy-192x64x32-12x4-4stage-hint": 46,
+    # cuBLAS's feed: 4-byte cp.async transposing each slab into one shared row per k, FFMAs in 2x2 blocks,
+    # the next slab's barrier, copies and first fragments inside the last k of this one.
+    "transposed-192x64x32-12x4-3stage-ahead": 42,
     # 42's compute fed through registers: 16-byte loads at a slab's start, 4-float stores at its end (the
     # library's whole-slab tile since it was measured here, ae84a45: the same SASS).
     "staged-192x64x32-12x4-ahead": 47,
@@ -60,8 +55,8 @@ VARIANTS = {
     "staged-192x64x64-12x4-ahead": 48, "staged-192x64x16-12x4-ahead": 49, "staged-copy-192x64x32-12x4-ahead": 50,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
-MAX_COUNT = {name: 192 for name in VARIANTS
-             if "fused-zero" in name or name.startswith(("kmajor", "library-192", "wideslab", "swizzled", "transposed", "linecopy", "staged"))}
+FULL_GRIDS = ("library-128", "narrow-")  # launched over every row tile, unless their blocks zero the rows ("fused-zero")
+MAX_COUNT = {name: 192 for name in VARIANTS if not name.startswith(FULL_GRIDS) or "fused-zero" in name}
 
 
 def main() -> int:

@@ -1,7 +1,8 @@
 // Frozen variants of kernels/hybrid.cu's row statistics (the first kernel of kb14::hybrid_rows),
 // for scripts/experiments/row_stats.py. The library's kernel takes four rows a block of 256
 // threads, each thread striding over k one element at a time, its loads four steps ahead; here
-// step by step (the library's before 7f25fe5; two steps ahead, removed after 530b529: a row of
+// step by step (the library's before 7f25fe5; two steps ahead, removed after 530b529, and the next
+// batch's loads first, 25.3-28.9 us against 22.8, removed after 7974810: rows of
 // results/measurements.csv). The warp variants give each row one
 // warp, 16-byte loads of x and of the fp32 vectors (two 16-byte loads of the fp64 column
 // sum), R rows a warp sharing each vector element, and the eight warps of a block
@@ -124,97 +125,6 @@ __global__ void __launch_bounds__(kStatsThreads) unbatched_row_stats_kernel(Stat
   stats_epilogue(a, row, t);
 }
 
-// The library's kernel with the next batch's loads issued before this batch's arithmetic
-// (registers for two batches), so that the fp64 work of one batch covers the next one's load
-// latency. The same sums in the same order: its bits are the library's. U steps a batch; two blocks
-// an SM at U = 2 (128 registers), one at U = 4.
-template <int U, int kBlocks>
-__global__ void __launch_bounds__(kStatsThreads, kBlocks) prefetched_row_stats_kernel(StatsArgs a, int64_t M) {
-  constexpr int W = kStatsThreads / 32, R = kStatsRows, T = kStatsThreads;
-  __shared__ double partial[R * kSums * W];
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
-  const int rows = static_cast<int>(M - row0 < R ? M - row0 : R);
-  const float* xr[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) xr[r] = a.x + (row0 + (r < rows ? r : rows - 1)) * a.row_stride;
-  const float* beta = a.vectors;
-  const float* omega = beta + a.K;
-  const float* beta1 = omega + a.K;
-  const float* omega1 = beta1 + a.K;
-  double s[R][kSums];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int i = 0; i < kSums; ++i) s[r][i] = 0;
-  const auto add = [&](const float (&xv)[R], double ck, double bk, double ok, double b1k, double o1k) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const double v = xv[r], vv = v * v;
-      s[r][0] += v;
-      s[r][1] += vv;
-      s[r][2] = fma(v, ck, s[r][2]);
-      s[r][3] = fma(v, bk, s[r][3]);
-      s[r][4] = fma(v, ok, s[r][4]);
-      s[r][5] = fma(v, b1k, s[r][5]);
-      s[r][6] = fma(v, o1k, s[r][6]);
-      s[r][7] = fma(vv, ok, s[r][7]);
-      s[r][8] = fma(vv, o1k, s[r][8]);
-    }
-  };
-  struct Batch {
-    float xv[U][R], bk[U], ok[U], b1k[U], o1k[U];
-    double ck[U];
-  };
-  const auto load = [&](Batch& b, int64_t k) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t ku = k + u * T;
-#pragma unroll
-      for (int r = 0; r < R; ++r) b.xv[u][r] = __ldg(xr[r] + ku);
-      b.ck[u] = __ldg(a.colsum + ku);
-      b.bk[u] = __ldg(beta + ku);
-      b.ok[u] = __ldg(omega + ku);
-      b.b1k[u] = __ldg(beta1 + ku);
-      b.o1k[u] = __ldg(omega1 + ku);
-    }
-  };
-  const auto add_batch = [&](const Batch& b) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) add(b.xv[u], b.ck[u], b.bk[u], b.ok[u], b.b1k[u], b.o1k[u]);
-  };
-  int64_t k = threadIdx.x;
-  if (k + (U - 1) * T < a.K) {
-    Batch cur, next;
-    load(cur, k);
-    for (; k + U * T + (U - 1) * T < a.K; k += U * T) {
-      load(next, k + U * T);
-      add_batch(cur);
-      cur = next;
-    }
-    add_batch(cur);
-    k += U * T;
-  }
-  for (; k < a.K; k += T) {
-    float xv[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) xv[r] = xr[r][k];
-    add(xv, a.colsum[k], beta[k], omega[k], beta1[k], omega1[k]);
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int i = 0; i < kSums; ++i) block_sum(s[r][i], partial, r * kSums + i);
-  __syncthreads();
-  if (threadIdx.x >= rows) return;
-  double t[kSums];
-#pragma unroll
-  for (int i = 0; i < kSums; ++i) {
-    t[i] = 0;
-    for (int w = 0; w < W; ++w) t[i] += partial[(threadIdx.x * kSums + i) * W + w];
-  }
-  stats_epilogue(a, row0 + threadIdx.x, t);
-}
-
 std::tuple<at::Tensor, at::Tensor, at::Tensor> row_stats_variant(const at::Tensor& x, const at::Tensor& colsum,
                                                                  const at::Tensor& vectors, const at::Tensor& scalars,
                                                                  double scale, double kappa, double tail_depth,
@@ -241,12 +151,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> row_stats_variant(const at::Tenso
       break;
     case 2:
       warp_row_stats_kernel<2><<<static_cast<unsigned>(div_up(M, 2 * kWarps)), kWarpStatsThreads, 0, stream>>>(s, M);
-      break;
-    case 5:
-      prefetched_row_stats_kernel<2, 2><<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
-      break;
-    case 6:
-      prefetched_row_stats_kernel<4, 1><<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
       break;
     case 4:
       unbatched_row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);

@@ -28,10 +28,7 @@ from kernels import hybrid_ops  # noqa: E402
 VARIANTS = {"library": 0,  # four rows a block of 256 threads, a thread an element a step, loads 4 steps deep
             "warp-per-row": 1,  # a warp a row, 16-byte loads, eight warps a block sharing the vectors
             "warp-two-rows": 2,  # the same, two rows a warp
-            "unbatched": 4,  # the library's before 7f25fe5: loads issued step by step
-            # the library's with the next batch's loads before this batch's arithmetic: 2 steps a batch, 2 blocks
-            # an SM; 4 steps, 1 block
-            "prefetched-2x2": 5, "prefetched-4x1": 6}
+            "unbatched": 4}  # the library's before 7f25fe5: loads issued step by step
 SCALE = 1.5 / 2
 
 
