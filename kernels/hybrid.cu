@@ -434,136 +434,147 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
   }
 }
 
-// The one-row tile where every slab is whole (K % 32 == 0, N % BN == 0, 16-byte rows): the same
-// 12x4 on 8 warps and order, fed by cp.async (no trip through registers, no stores) in kStages
-// slabs of 32 k, for shared memory's 128 bytes a cycle: a warp's lanes in 4 row x 8 column groups
-// (lane bit 0 the row, bit 1 the column), so that every LDS.128 has lane pairs of one address (2
-// wavefronts, not 4); each 16-byte chunk of a 128-byte shared row at chunk ^ (row & 7), so that the
-// 4 rows or 8 columns a warp reads fall on distinct banks. A thread's rows i*RG + tr, columns
-// j*CG + tc. Timings in results/kernel_notes.md.
-template <int BM, int BN, int TM, int TN, int kStages>
+// The one-row tile where every slab is whole (K % 32 == 0, N % BN == 0, 16-byte rows): 12x4 on
+// 8 warps, each slab stored transposed, one shared row per k, so that an LDS.128 gives 4 rows (or
+// columns) at one k in registers of alternating banks (a float4 of 4 k put every operand of a k in
+// one bank: dispatch stalls). Fed through registers: 16-byte loads at a slab's start, stored as 4
+// floats into the other of two buffers at its end, shared row k 4 ((k / 4) % 8) floats late so
+// that a warp's stores fall on 32 banks. The next slab's barrier and first fragments come inside
+// this slab's last k. A thread's rows q*4*RG + tr*4 + 0..3 (lanes paired: 2-wavefront loads),
+// columns tc*4 + 0..3; FFMAs in 2x2 blocks. Timings in results/kernel_notes.md.
+template <int BM, int BN, int TM, int TN>
 struct WholeSlabTile {
   static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
-  static constexpr int kAChunks = BM * 8 / kThreads, kBChunks = BN * 8 / kThreads;
-  static constexpr int kStageFloats = (BM + BN) * BK;
-  static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
-  static_assert(BM * 8 % kThreads == 0 && BN * 8 % kThreads == 0, "chunks must divide among threads");
-  static_assert(RG % 8 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "a warp: 4 row x 8 column groups");
-  static_assert(TN % 4 == 0 && kStages >= 2, "whole vectors, at least double buffering");
-  __device__ static int chunk_at(int row, int c) { return row * BK + ((c ^ (row & 7)) << 2); }
+  static constexpr int kAFloats = BK * BM + 32, kBufFloats = kAFloats + BK * BN + 32;  // + the skew
+  static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
+  static constexpr int kALoads = BM * BK / 4 / kThreads, kBLoads = BN * BK / 4 / kThreads;
+  static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0 && BM % 32 == 0 && BN % 32 == 0,
+                "whole rounds, 32-bank rows");
+  static_assert(TM % 4 == 0 && TN == 4, "12x4-like tiles");
+  static_assert(RG % 4 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "paired lanes: 4x8 a warp");
 };
 
-// 16 bytes from global to shared memory through cp.async, or 16 zeros where !valid (src not read);
-// copies are committed as a group and waited for while at most N younger groups are in flight.
-__device__ __forceinline__ void copy16_async(float* dst, const float* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void wait_for_copies() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-template <int BM, int BN, int TM, int TN, int kStages>
-__global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN, kStages>::kThreads, 1)
-    whole_slab_rows_gemm_kernel(GemmArgs a) {
-  using Tile = WholeSlabTile<BM, BN, TM, TN, kStages>;
-  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, BK = Tile::BK;
+template <int BM, int BN, int TM, int TN>
+__global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN>::kThreads, 1) whole_slab_rows_gemm_kernel(GemmArgs a) {
+  using Tile = WholeSlabTile<BM, BN, TM, TN>;
+  constexpr int BK = Tile::BK, RG = Tile::RG, CG = Tile::CG, T = Tile::kThreads;
+  constexpr int kAFloats = Tile::kAFloats, kBufFloats = Tile::kBufFloats, kALoads = Tile::kALoads, kBLoads = Tile::kBLoads;
+  using Zero = ZeroPass<BN, T>;
   extern __shared__ __align__(16) float smem[];
-  const int tid = threadIdx.x;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
   if (count < a.min_count || count > a.max_count) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  using Zero = ZeroPass<BN, T>;
   const int64_t zero_passes = Zero::passes(a.M, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
   }
-  const float* a_src[Tile::kAChunks];
-  bool a_ok[Tile::kAChunks];
-  int a_dst[Tile::kAChunks];
+  const int k4 = (tid % 8) * 4;  // this thread's 4 k of a slab; its rows tid / 8 + 32 i
+  const float* a_src[kALoads];
+  bool a_ok[kALoads];
 #pragma unroll
-  for (int i = 0; i < Tile::kAChunks; ++i) {
-    const int idx = tid + i * T, row = idx / 8, c = idx % 8;
-    const int64_t r = row < count ? a.rows[row] : -1;
-    a_ok[i] = r >= 0 && r < a.M;
-    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0) + 4 * c;
-    a_dst[i] = Tile::chunk_at(row, c);
+  for (int i = 0; i < kALoads; ++i) {
+    const int slot = tid / 8 + i * (T / 8);
+    const int64_t row = slot < count ? a.rows[slot] : -1;
+    a_ok[i] = row >= 0 && row < a.M;
+    a_src[i] = a.x + (a_ok[i] ? row * a.x_stride : 0) + k4;
   }
-  const float* b_src[Tile::kBChunks];
-  int b_dst[Tile::kBChunks];
+  const float* b_src[kBLoads];
 #pragma unroll
-  for (int i = 0; i < Tile::kBChunks; ++i) {
-    const int idx = tid + i * T, col = idx / 8, c = idx % 8;
-    b_src[i] = a.w + (h0 + col) * a.w_stride + 4 * c;
-    b_dst[i] = BM * BK + Tile::chunk_at(col, c);
-  }
-  const int64_t slabs = a.K / BK;
-  auto copy_slab = [&](int64_t s) {
-    float* stage = smem + (s % kStages) * Tile::kStageFloats;
-    const int64_t k0 = s * BK;
+  for (int i = 0; i < kBLoads; ++i) b_src[i] = a.w + (h0 + tid / 8 + i * (T / 8)) * a.w_stride + k4;
+  float4 a_reg[kALoads], b_reg[kBLoads];
+  auto load_slab = [&](int64_t k0) {
 #pragma unroll
-    for (int i = 0; i < Tile::kAChunks; ++i) copy16_async(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
+    for (int i = 0; i < kALoads; ++i)
+      a_reg[i] = a_ok[i] ? *reinterpret_cast<const float4*>(a_src[i] + k0) : make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-    for (int i = 0; i < Tile::kBChunks; ++i) copy16_async(stage + b_dst[i], b_src[i] + k0, true);
+    for (int i = 0; i < kBLoads; ++i) b_reg[i] = *reinterpret_cast<const float4*>(b_src[i] + k0);
   };
-  const int lane = tid & 31, warp = tid >> 5;
+  constexpr auto row_at = [](int k, int S) { return k * S + 4 * ((k / 4) % 8); };  // shared row k's first float
+  const int skew = 4 * (k4 / 4 % 8);
+  auto store_slab = [&](float* buf) {
+#pragma unroll
+    for (int i = 0; i < kALoads; ++i) {
+      float* d = buf + k4 * BM + skew + tid / 8 + i * (T / 8);
+      d[0] = a_reg[i].x, d[BM] = a_reg[i].y, d[2 * BM] = a_reg[i].z, d[3 * BM] = a_reg[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < kBLoads; ++i) {
+      float* d = buf + kAFloats + k4 * BN + skew + tid / 8 + i * (T / 8);
+      d[0] = b_reg[i].x, d[BN] = b_reg[i].y, d[2 * BN] = b_reg[i].z, d[3 * BN] = b_reg[i].w;
+    }
+  };
   const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
   const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
-  const int a_key = tr & 7, b_key = tc & 7;  // rows i*RG + tr and columns j*CG + tc share them
   float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-
+  auto load_fragments = [&](const float* buf, int k, float (&av)[TM], float (&bv)[TN]) {
+    const float* As = buf + row_at(k, BM) + tr * 4;
+    const float* Bs = buf + kAFloats + row_at(k, BN) + tc * 4;
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < slabs) copy_slab(s);
-    commit_copies();
-  }
-  for (int64_t s = 0; s < slabs; ++s) {
-    wait_for_copies<kStages - 2>();
-    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
-    if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
-    commit_copies();
+    for (int q = 0; q < TM / 4; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(As + q * 4 * RG);
+      av[4 * q] = v.x, av[4 * q + 1] = v.y, av[4 * q + 2] = v.z, av[4 * q + 3] = v.w;
+    }
+    const float4 v = *reinterpret_cast<const float4*>(Bs);
+    bv[0] = v.x, bv[1] = v.y, bv[2] = v.z, bv[3] = v.w;
+  };
+  auto fma_fragments = [&](const float (&av)[TM], const float (&bv)[TN]) {
+#pragma unroll
+    for (int ip = 0; ip < TM / 2; ++ip)
+#pragma unroll
+      for (int jj = 0; jj < TN / 2; ++jj) {
+        const int jp = ip & 1 ? TN / 2 - 1 - jj : jj;
+#pragma unroll
+        for (int di = 0; di < 2; ++di)
+#pragma unroll
+          for (int dj = 0; dj < 2; ++dj) {
+            const int i = 2 * ip + di, j = 2 * jp + dj;
+            acc[i][j] = __fmaf_rn(av[i], bv[j], acc[i][j]);
+          }
+      }
+  };
+  const int slabs = static_cast<int>(a.K / BK);
+  float* buf = smem;
+  load_slab(0);
+  store_slab(buf);
+  __syncthreads();
+  float av[2][TM], bv[2][TN];
+  load_fragments(buf, 0, av[0], bv[0]);
+  for (int s = 0; s < slabs; ++s) {
+    if (s + 1 < slabs) load_slab(static_cast<int64_t>(s + 1) * BK);
     if (s < zero_passes) Zero::store(a, count, h0, s, tid);
-    const float* As = smem + (s % kStages) * Tile::kStageFloats + tr * BK;
-    const float* Bs = smem + (s % kStages) * Tile::kStageFloats + BM * BK + tc * BK;
 #pragma unroll
-    for (int c = 0; c < BK / 4; ++c) {
-      float4 av[TM], bv[TN];
-      const int ao = (c ^ a_key) << 2, bo = (c ^ b_key) << 2;
-#pragma unroll
-      for (int i = 0; i < TM; ++i) av[i] = *reinterpret_cast<const float4*>(As + i * RG * BK + ao);
-#pragma unroll
-      for (int j = 0; j < TN; ++j) bv[j] = *reinterpret_cast<const float4*>(Bs + j * CG * BK + bo);
-      auto fma_k = [&](auto pick) {  // one k of every accumulator
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(pick(av[i]), pick(bv[j]), acc[i][j]);
-      };
-      fma_k([](const float4& v) { return v.x; });
-      fma_k([](const float4& v) { return v.y; });
-      fma_k([](const float4& v) { return v.z; });
-      fma_k([](const float4& v) { return v.w; });
+    for (int k = 0; k < BK; ++k) {
+      const int cur = k & 1;
+      if (k + 1 < BK) {
+        load_fragments(buf, k + 1, av[cur ^ 1], bv[cur ^ 1]);
+      } else {
+        float* other = buf == smem ? smem + kBufFloats : smem;  // last read in slab s - 1, before its barrier
+        if (s + 1 < slabs) store_slab(other);
+        __syncthreads();
+        buf = other;
+        if (s + 1 < slabs) load_fragments(buf, 0, av[cur ^ 1], bv[cur ^ 1]);
+      }
+      fma_fragments(av[cur], bv[cur]);
     }
   }
-  wait_for_copies<0>();
   for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
-    const int64_t slot = i * RG + tr;
+    const int slot = (i / 4) * 4 * RG + tr * 4 + i % 4;
     if (slot >= a.M) continue;
     const int64_t r = a.rows[slot];
     if (r < 0 || r >= a.M) continue;
-    float* dst = a.y + r * a.N;
-    const bool computed = slot < count;
-#pragma unroll
-    for (int j = 0; j < TN; ++j) dst[h0 + j * CG + tc] = computed ? acc[i][j] : 0.f;
+    const float4 v = slot < count ? make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]) : make_float4(0.f, 0.f, 0.f, 0.f);
+    *reinterpret_cast<float4*>(a.y + r * a.N + h0 + tc * 4) = v;
   }
 }
+
 
 // A tile of the launch plan: BM x BN x BK, TM x TN accumulators a thread, blocks an SM its
 // register cap allows, and whether its grid is one row tile.
@@ -587,16 +598,14 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-constexpr int kWholeSlabStages = 3;  // slabs of 32 k in flight in the whole-slab kernel
-
 // The one-row tile C without bounds checks; the caller has checked that every slab is whole.
 // static: its once-flags are this module's (a template's statics are otherwise one object across
 // every module loaded, GNU unique symbols: an exported file's kernel went without the opt-in).
-template <class C, int kStages = kWholeSlabStages>
+template <class C>
 static void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   static_assert(C::kOneRowTile, "one row tile");
-  using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN, kStages>;
-  auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN, kStages>;
+  using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN>;
+  auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN>;
   constexpr int kMaxDevices = 64;
   static std::once_flag opted_in[kMaxDevices];  // into more than 48 KB of dynamic shared memory, per device
   const int device = c10::cuda::current_device();
@@ -694,8 +703,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 // The library's three tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
 // measured them against the others (results/kernel_notes.md, "The hybrid"). Few rows: one
 // 192 x 64 row tile, 8 warps of 12 x 4, a block an SM for 8192 columns (0.735 ms at 179 rows
-// against 0.783 for 128 x 128, H200; whole slabs through cp.async 0.670 against 0.686 unchecked and
-// register-staged, H100); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
+// against 0.783 for 128 x 128, H200; whole slabs transposed and staged 0.608 against 0.677 for
+// cp.async into swizzled rows, H100); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
@@ -729,8 +738,9 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  if (vector && K % WholeSlabTile<FewRows::BM, FewRows::BN, FewRows::TM, FewRows::TN, kWholeSlabStages>::BK == 0 &&
-      N % FewRows::BN == 0) {
+  using FewRowsSlab = WholeSlabTile<FewRows::BM, FewRows::BN, FewRows::TM, FewRows::TN>;
+  // Its prologue reads a first slab (K > 0) and its slab count is an int.
+  if (vector && K > 0 && K % FewRowsSlab::BK == 0 && K < (int64_t(1) << 31) && N % FewRows::BN == 0) {
     launch_whole_slabs<FewRows>(a, stream);
   } else {
     launch_rows_gemm<FewRows>(a, vector, stream);

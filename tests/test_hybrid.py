@@ -126,10 +126,11 @@ def test_tail_depth_bounds_the_additions():
 
 
 @pytest.mark.gpu
-# (1024, 8192, 8192) and (100, 1024, 320): whole slabs (K % 32, N % 64) for the few rows' tile; the others
-# bounds checked, (100, 1040, 320) the nearest miss (K % 16 but not % 32)
-@pytest.mark.parametrize("m,k,n", [(1024, 8192, 8192), (100, 1024, 320), (100, 1040, 320), (300, 1000, 777),
-                                   (64, 1001, 130)])
+# (1024, 8192, 8192), (100, 1024, 320) and (100, 32, 64), one slab: whole slabs (K % 32, N % 64) for the
+# few rows' tile; the others bounds checked, (100, 1040, 320) the nearest miss (K % 16 but not % 32), and
+# K = 0 (the whole-slab tile reads a first slab)
+@pytest.mark.parametrize("m,k,n", [(1024, 8192, 8192), (100, 1024, 320), (100, 32, 64), (100, 1040, 320),
+                                   (100, 0, 64), (300, 1000, 777), (64, 1001, 130)])
 def test_rows_gemm_is_one_fma_chain_per_output(m, k, n):
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.rand(m, k, device="cuda", generator=gen)

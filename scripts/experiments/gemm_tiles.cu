@@ -1,16 +1,28 @@
 // Variants of kernels/hybrid.cu's rows_gemm, for scripts/experiments/gemm_tiles.py: the library's
 // kernel template at other tiles and per-thread accumulators (TM x TN), beside the library's own
-// three, a K-major cp.async kernel of its own, and the one-row tile with wider slabs (and more warps). Removed variants (the first generalisation,
-// 1-4, after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64; its copy of
-// the whole-slab kernel now in the library, with serpentine order, 39-40, never timed, after 4209bc2;
-// the transposed and line-copy tiles that lost, 39-41 and 43-46, after 7974810): their figures are
-// rows of results/measurements.csv.
+// three, a K-major cp.async kernel of its own, the one-row tile with wider slabs (and more warps),
+// the library's swizzled tile before the staged one (a frozen copy), cuBLAS's transposed layout, and
+// the library's staged tile at other slab widths. Removed variants (the first generalisation, 1-4,
+// after f1e91db; the experiment's own copy of the template, 6 and 24, after 6619d64; a serpentine
+// whole-slab copy, 39-40, never timed, after 4209bc2; the transposed and line-copy tiles that lost,
+// 39-41 and 43-46, after 7974810): their figures are rows of results/measurements.csv.
 #include "hybrid.cu"
 
 #include <torch/library.h>
 
 namespace kb14 {
 namespace hybrid_cuda {
+
+// 16 bytes from global to shared memory through cp.async, or 16 zeros where !valid (src not read);
+// copies are committed as a group and waited for while at most N younger groups are in flight.
+__device__ __forceinline__ void copy16_async(float* dst, const float* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait_for_copies() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
 
 // Tiles narrower in columns, up to 256 rows tall, at other accumulator shapes: the library's
 // rows_gemm_kernel at other TileConfigs. A full grid (row tiles in y, the computing ones first)
@@ -326,16 +338,149 @@ void launch_wide_slab(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The library's whole-slab tile (kernels/hybrid.cu: paired lanes fed by cp.async, XOR-swizzled
-// 32-k shared rows) at kStages slabs in flight; its SASS at 3 is the shipped kernel's.
+// The library's one-row tile from 221e746 to its staged successor (a frozen copy): 12x4 on 8
+// warps, fed by cp.async (no trip through registers, no stores) in kStages
+// slabs of 32 k, for shared memory's 128 bytes a cycle: a warp's lanes in 4 row x 8 column groups
+// (lane bit 0 the row, bit 1 the column), so that every LDS.128 has lane pairs of one address (2
+// wavefronts, not 4); each 16-byte chunk of a 128-byte shared row at chunk ^ (row & 7), so that the
+// 4 rows or 8 columns a warp reads fall on distinct banks. A thread's rows i*RG + tr, columns
+// j*CG + tc. Timings in results/kernel_notes.md.
+template <int BM, int BN, int TM, int TN, int kStages>
+struct SwizzledTile {
+  static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
+  static constexpr int kAChunks = BM * 8 / kThreads, kBChunks = BN * 8 / kThreads;
+  static constexpr int kStageFloats = (BM + BN) * BK;
+  static constexpr int kSmemBytes = kStages * kStageFloats * static_cast<int>(sizeof(float));
+  static_assert(BM * 8 % kThreads == 0 && BN * 8 % kThreads == 0, "chunks must divide among threads");
+  static_assert(RG % 8 == 0 && CG % 8 == 0 && (RG / 4) * (CG / 8) * 32 == kThreads, "a warp: 4 row x 8 column groups");
+  static_assert(TN % 4 == 0 && kStages >= 2, "whole vectors, at least double buffering");
+  __device__ static int chunk_at(int row, int c) { return row * BK + ((c ^ (row & 7)) << 2); }
+};
+
+template <int BM, int BN, int TM, int TN, int kStages>
+__global__ void __launch_bounds__(SwizzledTile<BM, BN, TM, TN, kStages>::kThreads, 1)
+    swizzled_rows_gemm_kernel(GemmArgs a) {
+  using Tile = SwizzledTile<BM, BN, TM, TN, kStages>;
+  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, BK = Tile::BK;
+  extern __shared__ __align__(16) float smem[];
+  const int tid = threadIdx.x;
+  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  if (count < a.min_count || count > a.max_count) return;
+  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
+  using Zero = ZeroPass<BN, T>;
+  const int64_t zero_passes = Zero::passes(a.M, count);
+  if (count == 0) {
+    for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+    return;
+  }
+  const float* a_src[Tile::kAChunks];
+  bool a_ok[Tile::kAChunks];
+  int a_dst[Tile::kAChunks];
+#pragma unroll
+  for (int i = 0; i < Tile::kAChunks; ++i) {
+    const int idx = tid + i * T, row = idx / 8, c = idx % 8;
+    const int64_t r = row < count ? a.rows[row] : -1;
+    a_ok[i] = r >= 0 && r < a.M;
+    a_src[i] = a.x + (a_ok[i] ? r * a.x_stride : 0) + 4 * c;
+    a_dst[i] = Tile::chunk_at(row, c);
+  }
+  const float* b_src[Tile::kBChunks];
+  int b_dst[Tile::kBChunks];
+#pragma unroll
+  for (int i = 0; i < Tile::kBChunks; ++i) {
+    const int idx = tid + i * T, col = idx / 8, c = idx % 8;
+    b_src[i] = a.w + (h0 + col) * a.w_stride + 4 * c;
+    b_dst[i] = BM * BK + Tile::chunk_at(col, c);
+  }
+  const int64_t slabs = a.K / BK;
+  auto copy_slab = [&](int64_t s) {
+    float* stage = smem + (s % kStages) * Tile::kStageFloats;
+    const int64_t k0 = s * BK;
+#pragma unroll
+    for (int i = 0; i < Tile::kAChunks; ++i) copy16_async(stage + a_dst[i], a_src[i] + (a_ok[i] ? k0 : 0), a_ok[i]);
+#pragma unroll
+    for (int i = 0; i < Tile::kBChunks; ++i) copy16_async(stage + b_dst[i], b_src[i] + k0, true);
+  };
+  const int lane = tid & 31, warp = tid >> 5;
+  const int tr = (lane & 1) | ((lane >> 4) & 1) << 1 | (warp % (RG / 4)) << 2;
+  const int tc = ((lane >> 1) & 7) | (warp / (RG / 4)) << 3;
+  const int a_key = tr & 7, b_key = tc & 7;  // rows i*RG + tr and columns j*CG + tc share them
+  float acc[TM][TN];
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < slabs) copy_slab(s);
+    commit_copies();
+  }
+  for (int64_t s = 0; s < slabs; ++s) {
+    wait_for_copies<kStages - 2>();
+    __syncthreads();  // slab s is in; every thread is done with the stage the next copy refills
+    if (s + kStages - 1 < slabs) copy_slab(s + kStages - 1);
+    commit_copies();
+    if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    const float* As = smem + (s % kStages) * Tile::kStageFloats + tr * BK;
+    const float* Bs = smem + (s % kStages) * Tile::kStageFloats + BM * BK + tc * BK;
+#pragma unroll
+    for (int c = 0; c < BK / 4; ++c) {
+      float4 av[TM], bv[TN];
+      const int ao = (c ^ a_key) << 2, bo = (c ^ b_key) << 2;
+#pragma unroll
+      for (int i = 0; i < TM; ++i) av[i] = *reinterpret_cast<const float4*>(As + i * RG * BK + ao);
+#pragma unroll
+      for (int j = 0; j < TN; ++j) bv[j] = *reinterpret_cast<const float4*>(Bs + j * CG * BK + bo);
+      auto fma_k = [&](auto pick) {  // one k of every accumulator
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(pick(av[i]), pick(bv[j]), acc[i][j]);
+      };
+      fma_k([](const float4& v) { return v.x; });
+      fma_k([](const float4& v) { return v.y; });
+      fma_k([](const float4& v) { return v.z; });
+      fma_k([](const float4& v) { return v.w; });
+    }
+  }
+  wait_for_copies<0>();
+  for (int64_t p = slabs; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int64_t slot = i * RG + tr;
+    if (slot >= a.M) continue;
+    const int64_t r = a.rows[slot];
+    if (r < 0 || r >= a.M) continue;
+    float* dst = a.y + r * a.N;
+    const bool computed = slot < count;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) dst[h0 + j * CG + tc] = computed ? acc[i][j] : 0.f;
+  }
+}
+
 template <int kStages>
+void launch_swizzled(const GemmArgs& a, cudaStream_t stream) {
+  using Tile = SwizzledTile<192, 64, 12, 4, kStages>;
+  TORCH_CHECK(a.K % 32 == 0 && a.N % 64 == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
+                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
+              "swizzled variants: K a multiple of 32, N of 64, 16-byte rows");
+  auto kernel = swizzled_rows_gemm_kernel<192, 64, 12, 4, kStages>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
+  GemmArgs b = a;
+  b.max_count = 192;
+  kernel<<<static_cast<unsigned>(a.N / 64), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The library's whole-slab tile (kernels/hybrid.cu), through its own launcher.
 void launch_library_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   TORCH_CHECK(a.K % 32 == 0 && a.N % FewRows::BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
               "whole-slab variants: K a multiple of 32, N of ", FewRows::BN, ", 16-byte rows");
   GemmArgs b = a;
   b.max_count = FewRows::BM;
-  launch_whole_slabs<FewRows, kStages>(b, stream);
+  launch_whole_slabs<FewRows>(b, stream);
 }
 
 // One k of a thread's accumulators from fragments of 4-row (4-column) groups at one k: 2x2 blocks,
@@ -520,15 +665,12 @@ void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// 42's compute (shared rows of one k, 2x2 FFMA blocks, a slab's barrier and first fragments
-// inside the last k of the one before) fed like the wide-slab tile: 16-byte loads of 4 k into
-// registers at a slab's start, stored as 4 floats into the other buffer at its end (two buffers):
-// 8 loads and 32 stores a slab against 42's 32 four-byte copies (0.643 ms at 1 row, 0.735 at 179).
-// Shared row k starts 4 * ((k / 4) % 8) floats late, so that a warp's stores (4 rows x 8 float4s
-// along k) fall on 32 banks; the 16-byte groups the loads read stay aligned.
-template <int BM, int BN, int TM, int TN>
+// The library's whole-slab tile (the staged one, variant 47) at other slab widths: its frozen copy
+// with BK a parameter (at 32 its sm_90 SASS is the library's). Wider slabs spread the barrier and
+// the loop's own instructions over more FFMA (sm_90: 86.6% FFMA at 64 k, 85.2% at 32, 82.1% at 16).
+template <int BM, int BN, int TM, int TN, int BK>
 __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kernel(GemmArgs a) {
-  constexpr int BK = 32, RG = BM / TM, CG = BN / TN, T = RG * CG;
+  constexpr int RG = BM / TM, CG = BN / TN, T = RG * CG;
   constexpr int kAFloats = BK * BM + 32, kBufFloats = kAFloats + BK * BN + 32;
   constexpr int kALoads = BM * BK / 4 / T, kBLoads = BN * BK / 4 / T;
   static_assert(BM * BK / 4 % T == 0 && BN * BK / 4 % T == 0 && BM % 32 == 0 && BN % 32 == 0, "whole rounds, 32-bank rows");
@@ -545,19 +687,20 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
   }
-  const int k4 = (tid % 8) * 4;  // this thread's 4 k of a slab; its rows tid / 8 + 32 i
+  constexpr int V = BK / 4, kSkewStep = V < 8 ? 32 / V : 4, kSkewCycle = V < 8 ? V : 8;  // float4s a row of a slab
+  const int k4 = (tid % V) * 4;  // this thread's 4 k of a slab; its rows tid / V + (T / V) i
   const float* a_src[kALoads];
   bool a_ok[kALoads];
 #pragma unroll
   for (int i = 0; i < kALoads; ++i) {
-    const int slot = tid / 8 + i * (T / 8);
+    const int slot = tid / V + i * (T / V);
     const int64_t row = slot < count ? a.rows[slot] : -1;
     a_ok[i] = row >= 0 && row < a.M;
     a_src[i] = a.x + (a_ok[i] ? row * a.x_stride : 0) + k4;
   }
   const float* b_src[kBLoads];
 #pragma unroll
-  for (int i = 0; i < kBLoads; ++i) b_src[i] = a.w + (h0 + tid / 8 + i * (T / 8)) * a.w_stride + k4;
+  for (int i = 0; i < kBLoads; ++i) b_src[i] = a.w + (h0 + tid / V + i * (T / V)) * a.w_stride + k4;
   float4 a_reg[kALoads], b_reg[kBLoads];
   auto load_slab = [&](int64_t k0) {
 #pragma unroll
@@ -566,17 +709,18 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
 #pragma unroll
     for (int i = 0; i < kBLoads; ++i) b_reg[i] = *reinterpret_cast<const float4*>(b_src[i] + k0);
   };
-  constexpr auto row_at = [](int k, int S) { return k * S + 4 * ((k / 4) % 8); };  // shared row k's first float
-  const int skew = 4 * (k4 / 4 % 8);
+  // shared row k's first float: a skew that puts a warp's stores on 32 banks (on 16 at 64-k slabs)
+  constexpr auto row_at = [](int k, int S) { return k * S + kSkewStep * ((k / 4) % kSkewCycle); };
+  const int skew = kSkewStep * (k4 / 4 % kSkewCycle);
   auto store_slab = [&](float* buf) {
 #pragma unroll
     for (int i = 0; i < kALoads; ++i) {
-      float* d = buf + k4 * BM + skew + tid / 8 + i * (T / 8);
+      float* d = buf + k4 * BM + skew + tid / V + i * (T / V);
       d[0] = a_reg[i].x, d[BM] = a_reg[i].y, d[2 * BM] = a_reg[i].z, d[3 * BM] = a_reg[i].w;
     }
 #pragma unroll
     for (int i = 0; i < kBLoads; ++i) {
-      float* d = buf + kAFloats + k4 * BN + skew + tid / 8 + i * (T / 8);
+      float* d = buf + kAFloats + k4 * BN + skew + tid / V + i * (T / V);
       d[0] = b_reg[i].x, d[BN] = b_reg[i].y, d[2 * BN] = b_reg[i].z, d[3 * BN] = b_reg[i].w;
     }
   };
@@ -627,13 +771,14 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
   store_groups<TM, TN, RG, CG>(a, acc, count, h0, tr, tc);
 }
 
+template <int BK>
 void launch_staged(const GemmArgs& a, cudaStream_t stream) {
-  constexpr int BM = 192, BN = 64, TM = 12, TN = 4, BK = 32;
+  constexpr int BM = 192, BN = 64, TM = 12, TN = 4;
   constexpr int kSmemBytes = 2 * (BK * BM + 32 + BK * BN + 32) * static_cast<int>(sizeof(float));
   TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
               "staged variant: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = staged_rows_gemm_kernel<BM, BN, TM, TN>;
+  auto kernel = staged_rows_gemm_kernel<BM, BN, TM, TN, BK>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   GemmArgs b = a;
   b.max_count = BM;
@@ -688,12 +833,16 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 34: launch_wide_slab<192, 64, 16, 12, 4, false, false, true>(a, s); break;
     case 35: launch_wide_slab<192, 64, 16, 12, 4, false, true, true>(a, s); break;
     case 36: launch_wide_slab<192, 64, 16, 12, 4, true, true, true>(a, s); break;
-    case 37: launch_library_whole_slabs<2>(a, s); break;
-    case 38: launch_library_whole_slabs<3>(a, s); break;
+    case 37: launch_swizzled<2>(a, s); break;
+    case 38: launch_swizzled<3>(a, s); break;
     // cuBLAS's feed: 4-byte cp.async transposing into one shared row per k, a slab ahead, 2x2 FFMA blocks.
     case 42: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
-    // 42's compute fed through registers (16-byte loads at a slab's start, stores at its end).
-    case 47: launch_staged(a, s); break;
+    // 42's compute fed through registers (16-byte loads at a slab's start, stores at its end): the library's.
+    case 47: launch_library_whole_slabs(a, s); break;
+    // The library's staged tile at 64- and 16-k slabs (a frozen copy), and at 32 (its SASS = 47's).
+    case 48: launch_staged<64>(a, s); break;
+    case 49: launch_staged<16>(a, s); break;
+    case 50: launch_staged<32>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

@@ -42,14 +42,17 @@ VARIANTS = {
     # The same with lanes paired for shared loads, with stores bank-skewed, both, both + serpentine.
     "wideslab-192x64x16-12x4-paired": 33, "wideslab-192x64x16-12x4-skewed": 34,
     "wideslab-192x64x16-12x4-paired-skewed": 35, "wideslab-192x64x16-12x4-paired-skewed-serpentine": 36,
-    # The library's whole-slab tile (paired lanes fed by cp.async into XOR-swizzled shared rows; 3 slabs
-    # of 32 k in flight since 221e746) at 2 or 3.
+    # The library's whole-slab tile from 221e746 until the staged one (a frozen copy: paired lanes fed by
+    # cp.async into XOR-swizzled shared rows) at 2 or 3 slabs of 32 k in flight.
     "swizzled-192x64x32-12x4-2stage": 37, "swizzled-192x64x32-12x4-3stage": 38,
     # cuBLAS's feed: 4-byte cp.async transposing each slab into one shared row per k, FFMAs in 2x2 blocks,
     # the next slab's barrier, copies and first fragments inside the last k of this one.
     "transposed-192x64x32-12x4-3stage-ahead": 42,
-    # 42's compute fed through registers: 16-byte loads at a slab's start, 4-float stores at its end.
+    # 42's compute fed through registers: 16-byte loads at a slab's start, 4-float stores at its end (the
+    # library's whole-slab tile since it was measured here, ae84a45: the same SASS).
     "staged-192x64x32-12x4-ahead": 47,
+    # The library's staged tile at 64- and 16-k slabs (a frozen copy; at 32 its SASS is 47's).
+    "staged-192x64x64-12x4-ahead": 48, "staged-192x64x16-12x4-ahead": 49, "staged-copy-192x64x32-12x4-ahead": 50,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 FULL_GRIDS = ("library-128", "narrow-")  # launched over every row tile, unless their blocks zero the rows ("fused-zero")
