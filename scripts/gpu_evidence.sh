@@ -55,6 +55,8 @@ step row_stats_ncu ncu --kernel-name regex:row_stats_kernel --launch-skip 2 --la
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
 step hybrid_timing python3 scripts/hybrid_evidence.py --out "$out/hybrid_timing" --parts timing --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
+# The parts that rest on rows_gemm (pass counts over input kinds and sizes), apart, for a short call.
+step hybrid_kinds python3 scripts/hybrid_evidence.py --out "$out/hybrid_kinds" --parts hybrid sizes --table "$out/measurements_new.csv"
 # The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
 # than the whole (it ran past 447 s at 98ad8a4).
 MODEL_TESTS="tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"

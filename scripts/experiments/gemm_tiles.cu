@@ -665,11 +665,14 @@ void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The library's whole-slab tile (the staged one, variant 47) at other slab widths: its frozen copy
-// with BK a parameter (at 32 its sm_90 SASS is the library's). Wider slabs spread the barrier and
-// the loop's own instructions over more FFMA (sm_90: 86.6% FFMA at 64 k, 85.2% at 32, 82.1% at 16).
-template <int BM, int BN, int TM, int TN, int BK>
+// The library's whole-slab tile (the staged one, variant 47), its frozen copy with the point where a
+// slab's registers go to shared memory a parameter: at k = 31 of the slab before (the library's;
+// the same sm_90 SASS), or earlier, the next slab's 16-byte loads issued right after those stores,
+// so that a warp waiting on its loads waits mid-slab, where the other warps issue, not at the barrier.
+template <int BM, int BN, int TM, int TN, int kStoreAt>
 __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kernel(GemmArgs a) {
+  constexpr int BK = 32;
+  static_assert(kStoreAt >= 0 && kStoreAt < BK, "a k of the slab");
   constexpr int RG = BM / TM, CG = BN / TN, T = RG * CG;
   constexpr int kAFloats = BK * BM + 32, kBufFloats = kAFloats + BK * BN + 32;
   constexpr int kALoads = BM * BK / 4 / T, kBLoads = BN * BK / 4 / T;
@@ -687,7 +690,7 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
   }
-  constexpr int V = BK / 4, kSkewStep = V < 8 ? 32 / V : 4, kSkewCycle = V < 8 ? V : 8;  // float4s a row of a slab
+  constexpr int V = BK / 4;  // float4s a row of a slab
   const int k4 = (tid % V) * 4;  // this thread's 4 k of a slab; its rows tid / V + (T / V) i
   const float* a_src[kALoads];
   bool a_ok[kALoads];
@@ -709,9 +712,8 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
 #pragma unroll
     for (int i = 0; i < kBLoads; ++i) b_reg[i] = *reinterpret_cast<const float4*>(b_src[i] + k0);
   };
-  // shared row k's first float: a skew that puts a warp's stores on 32 banks (on 16 at 64-k slabs)
-  constexpr auto row_at = [](int k, int S) { return k * S + kSkewStep * ((k / 4) % kSkewCycle); };
-  const int skew = kSkewStep * (k4 / 4 % kSkewCycle);
+  constexpr auto row_at = [](int k, int S) { return k * S + 4 * ((k / 4) % 8); };  // shared row k's first float
+  const int skew = 4 * (k4 / 4 % 8);
   auto store_slab = [&](float* buf) {
 #pragma unroll
     for (int i = 0; i < kALoads; ++i) {
@@ -746,20 +748,23 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
   float* buf = smem;
   load_slab(0);
   store_slab(buf);
+  if (slabs > 1) load_slab(BK);
   __syncthreads();
   float av[2][TM], bv[2][TN];
   load_fragments(buf, 0, av[0], bv[0]);
   for (int s = 0; s < slabs; ++s) {
-    if (s + 1 < slabs) load_slab(static_cast<int64_t>(s + 1) * BK);
     if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    float* other = buf == smem ? smem + kBufFloats : smem;  // last read in slab s - 1, before its barrier
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       const int cur = k & 1;
+      if (k == kStoreAt && s + 1 < slabs) {
+        store_slab(other);
+        if (s + 2 < slabs) load_slab(static_cast<int64_t>(s + 2) * BK);
+      }
       if (k + 1 < BK) {
         load_fragments(buf, k + 1, av[cur ^ 1], bv[cur ^ 1]);
       } else {
-        float* other = buf == smem ? smem + kBufFloats : smem;  // last read in slab s - 1, before its barrier
-        if (s + 1 < slabs) store_slab(other);
         __syncthreads();
         buf = other;
         if (s + 1 < slabs) load_fragments(buf, 0, av[cur ^ 1], bv[cur ^ 1]);
@@ -771,14 +776,14 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
   store_groups<TM, TN, RG, CG>(a, acc, count, h0, tr, tc);
 }
 
-template <int BK>
+template <int kStoreAt>
 void launch_staged(const GemmArgs& a, cudaStream_t stream) {
-  constexpr int BM = 192, BN = 64, TM = 12, TN = 4;
+  constexpr int BM = 192, BN = 64, TM = 12, TN = 4, BK = 32;
   constexpr int kSmemBytes = 2 * (BK * BM + 32 + BK * BN + 32) * static_cast<int>(sizeof(float));
   TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
                   reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
               "staged variant: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = staged_rows_gemm_kernel<BM, BN, TM, TN, BK>;
+  auto kernel = staged_rows_gemm_kernel<BM, BN, TM, TN, kStoreAt>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   GemmArgs b = a;
   b.max_count = BM;
@@ -839,10 +844,10 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 42: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
     // 42's compute fed through registers (16-byte loads at a slab's start, stores at its end): the library's.
     case 47: launch_library_whole_slabs(a, s); break;
-    // The library's staged tile at 64- and 16-k slabs (a frozen copy), and at 32 (its SASS = 47's).
-    case 48: launch_staged<64>(a, s); break;
-    case 49: launch_staged<16>(a, s); break;
-    case 50: launch_staged<32>(a, s); break;
+    // The library's staged tile (a frozen copy) storing the next slab at k = 31 (its SASS = 47's), 16, 4.
+    case 51: launch_staged<31>(a, s); break;
+    case 52: launch_staged<16>(a, s); break;
+    case 53: launch_staged<4>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

@@ -51,8 +51,10 @@ VARIANTS = {
     # 42's compute fed through registers: 16-byte loads at a slab's start, 4-float stores at its end (the
     # library's whole-slab tile since it was measured here, ae84a45: the same SASS).
     "staged-192x64x32-12x4-ahead": 47,
-    # The library's staged tile at 64- and 16-k slabs (a frozen copy; at 32 its SASS is 47's).
-    "staged-192x64x64-12x4-ahead": 48, "staged-192x64x16-12x4-ahead": 49, "staged-copy-192x64x32-12x4-ahead": 50,
+    # The library's staged tile (a frozen copy) with the next slab stored at k = 31 (47's SASS), 16 or 4 of
+    # this one and the slab after it loaded right after.
+    "staged-copy-192x64x32-12x4-store-at-31": 51, "staged-192x64x32-12x4-store-at-16": 52,
+    "staged-192x64x32-12x4-store-at-4": 53,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 FULL_GRIDS = ("library-128", "narrow-")  # launched over every row tile, unless their blocks zero the rows ("fused-zero")
