@@ -437,14 +437,16 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
 // The one-row tile where every slab is whole (K % 32 == 0, N % BN == 0, 16-byte rows): 12x4 on
 // 8 warps, each slab stored transposed, one shared row per k, so that an LDS.128 gives 4 rows (or
 // columns) at one k in registers of alternating banks (a float4 of 4 k put every operand of a k in
-// one bank: dispatch stalls). Fed through registers: 16-byte loads at a slab's start, stored as 4
-// floats into the other of two buffers at its end, shared row k 4 ((k / 4) % 8) floats late so
-// that a warp's stores fall on 32 banks. The next slab's barrier and first fragments come inside
-// this slab's last k. A thread's rows q*4*RG + tr*4 + 0..3 (lanes paired: 2-wavefront loads),
+// one bank: dispatch stalls). Fed through registers: the next slab's 16-byte loads are stored as 4
+// floats into the other of two buffers at k = 4 of this slab, and the slab after it is loaded right
+// behind (a warp waiting on its loads then waits where the others issue, not at the barrier); shared
+// row k 4 ((k / 4) % 8) floats late so that a warp's stores fall on 32 banks. The next slab's
+// barrier and first fragments come inside this slab's last k. A thread's rows q*4*RG + tr*4 + 0..3 (lanes paired: 2-wavefront loads),
 // columns tc*4 + 0..3; FFMAs in 2x2 blocks. Timings in results/kernel_notes.md.
 template <int BM, int BN, int TM, int TN>
 struct WholeSlabTile {
   static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
+  static constexpr int kStoreAt = 4;  // the k of a slab that stores the next (gemm_tiles: 0.575 ms at 179 rows, 0.610 at k = 31)
   static constexpr int kAFloats = BK * BM + 32, kBufFloats = kAFloats + BK * BN + 32;  // + the skew
   static constexpr int kSmemBytes = 2 * kBufFloats * static_cast<int>(sizeof(float));
   static constexpr int kALoads = BM * BK / 4 / kThreads, kBLoads = BN * BK / 4 / kThreads;
@@ -457,7 +459,7 @@ struct WholeSlabTile {
 template <int BM, int BN, int TM, int TN>
 __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN>::kThreads, 1) whole_slab_rows_gemm_kernel(GemmArgs a) {
   using Tile = WholeSlabTile<BM, BN, TM, TN>;
-  constexpr int BK = Tile::BK, RG = Tile::RG, CG = Tile::CG, T = Tile::kThreads;
+  constexpr int BK = Tile::BK, RG = Tile::RG, CG = Tile::CG, T = Tile::kThreads, kStoreAt = Tile::kStoreAt;
   constexpr int kAFloats = Tile::kAFloats, kBufFloats = Tile::kBufFloats, kALoads = Tile::kALoads, kBLoads = Tile::kBLoads;
   using Zero = ZeroPass<BN, T>;
   extern __shared__ __align__(16) float smem[];
@@ -542,20 +544,23 @@ __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN>::kThreads, 1) wh
   float* buf = smem;
   load_slab(0);
   store_slab(buf);
+  if (slabs > 1) load_slab(BK);
   __syncthreads();
   float av[2][TM], bv[2][TN];
   load_fragments(buf, 0, av[0], bv[0]);
   for (int s = 0; s < slabs; ++s) {
-    if (s + 1 < slabs) load_slab(static_cast<int64_t>(s + 1) * BK);
     if (s < zero_passes) Zero::store(a, count, h0, s, tid);
+    float* other = buf == smem ? smem + kBufFloats : smem;  // last read in slab s - 1, before its barrier
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       const int cur = k & 1;
+      if (k == kStoreAt && s + 1 < slabs) {
+        store_slab(other);
+        if (s + 2 < slabs) load_slab(static_cast<int64_t>(s + 2) * BK);
+      }
       if (k + 1 < BK) {
         load_fragments(buf, k + 1, av[cur ^ 1], bv[cur ^ 1]);
       } else {
-        float* other = buf == smem ? smem + kBufFloats : smem;  // last read in slab s - 1, before its barrier
-        if (s + 1 < slabs) store_slab(other);
         __syncthreads();
         buf = other;
         if (s + 1 < slabs) load_fragments(buf, 0, av[cur ^ 1], bv[cur ^ 1]);
