@@ -36,7 +36,7 @@ step cublaslt_rows python3 scripts/experiments/cublaslt_rows.py --counts 179 128
 gemm_tiles_ncu() {
   local stalls=(--launch-skip 1 --launch-count 1 --section SchedulerStats --section WarpStateStats
                 --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --csv --page details)
-  for v in swizzled-192x64x32-12x4-3stage staged-192x64x32-12x4-ahead transposed-192x64x32-12x4-3stage-ahead; do
+  for v in staged-192x64x32-12x4-ahead staged-192x64x32-12x4-store-at-31; do
     ncu --kernel-name regex:rows_gemm_kernel "${stalls[@]}" --section SourceCounters \
       python3 scripts/experiments/gemm_tiles.py --variants $v --counts 179 --budget 0.05 || return 1
     # Each stall reason's cycles per issued instruction (allowed to fail: the names vary by ncu release).

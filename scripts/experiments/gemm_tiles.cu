@@ -665,10 +665,10 @@ void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The library's whole-slab tile (the staged one, variant 47), its frozen copy with the point where a
-// slab's registers go to shared memory a parameter: at k = 31 of the slab before (the library's;
-// the same sm_90 SASS), or earlier, the next slab's 16-byte loads issued right after those stores,
-// so that a warp waiting on its loads waits mid-slab, where the other warps issue, not at the barrier.
+// The library's whole-slab tile (the staged one, variant 47), a frozen copy with the k of a slab at
+// which the next slab's registers go to shared memory a parameter, the slab after it loaded right
+// behind: at 31 (the library's until cc518c1: its loads at a slab's start, its stores before the
+// barrier) or 16; at 4 its sm_90 SASS was the library's since cc518c1.
 template <int BM, int BN, int TM, int TN, int kStoreAt>
 __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kernel(GemmArgs a) {
   constexpr int BK = 32;
@@ -842,12 +842,11 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 38: launch_swizzled<3>(a, s); break;
     // cuBLAS's feed: 4-byte cp.async transposing into one shared row per k, a slab ahead, 2x2 FFMA blocks.
     case 42: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
-    // 42's compute fed through registers (16-byte loads at a slab's start, stores at its end): the library's.
+    // 42's compute fed through registers (16-byte loads, 4-float stores a slab ahead): the library's.
     case 47: launch_library_whole_slabs(a, s); break;
-    // The library's staged tile (a frozen copy) storing the next slab at k = 31 (its SASS = 47's), 16, 4.
+    // The staged tile storing the next slab at k = 31 (the library's until cc518c1) or 16 (47 stores at 4).
     case 51: launch_staged<31>(a, s); break;
     case 52: launch_staged<16>(a, s); break;
-    case 53: launch_staged<4>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

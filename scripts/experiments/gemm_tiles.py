@@ -48,13 +48,12 @@ VARIANTS = {
     # cuBLAS's feed: 4-byte cp.async transposing each slab into one shared row per k, FFMAs in 2x2 blocks,
     # the next slab's barrier, copies and first fragments inside the last k of this one.
     "transposed-192x64x32-12x4-3stage-ahead": 42,
-    # 42's compute fed through registers: 16-byte loads at a slab's start, 4-float stores at its end (the
-    # library's whole-slab tile since it was measured here, ae84a45: the same SASS).
+    # 42's compute fed through registers: 16-byte loads, 4-float stores into the other of two buffers
+    # (the library's whole-slab tile since ae84a45; since cc518c1 storing at k = 4 of a slab).
     "staged-192x64x32-12x4-ahead": 47,
-    # The library's staged tile (a frozen copy) with the next slab stored at k = 31 (47's SASS), 16 or 4 of
-    # this one and the slab after it loaded right after.
-    "staged-copy-192x64x32-12x4-store-at-31": 51, "staged-192x64x32-12x4-store-at-16": 52,
-    "staged-192x64x32-12x4-store-at-4": 53,
+    # 47 storing the next slab at k = 31 (the library's until cc518c1) or 16 of this one, not 4, and
+    # loading the slab after it right behind (a frozen copy).
+    "staged-192x64x32-12x4-store-at-31": 51, "staged-192x64x32-12x4-store-at-16": 52,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 FULL_GRIDS = ("library-128", "narrow-")  # launched over every row tile, unless their blocks zero the rows ("fused-zero")
