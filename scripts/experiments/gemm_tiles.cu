@@ -668,7 +668,7 @@ void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
 // The library's whole-slab tile (the staged one, variant 47), a frozen copy with the k of a slab at
 // which the next slab's registers go to shared memory a parameter, the slab after it loaded right
 // behind: at 31 (the library's until cc518c1: its loads at a slab's start, its stores before the
-// barrier) or 16; at 4 its sm_90 SASS was the library's since cc518c1.
+// barrier) or elsewhere; at 4 its sm_90 SASS was the library's since cc518c1.
 template <int BM, int BN, int TM, int TN, int kStoreAt>
 __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kernel(GemmArgs a) {
   constexpr int BK = 32;
@@ -844,9 +844,12 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
     case 42: launch_transposed<192, 64, 12, 4, 3>(a, s); break;
     // 42's compute fed through registers (16-byte loads, 4-float stores a slab ahead): the library's.
     case 47: launch_library_whole_slabs(a, s); break;
-    // The staged tile storing the next slab at k = 31 (the library's until cc518c1) or 16 (47 stores at 4).
+    // The staged tile storing the next slab at k = 31 (the library's until cc518c1), 16, 8, 2 or 0 (47: 4).
     case 51: launch_staged<31>(a, s); break;
     case 52: launch_staged<16>(a, s); break;
+    case 54: launch_staged<8>(a, s); break;
+    case 55: launch_staged<2>(a, s); break;
+    case 56: launch_staged<0>(a, s); break;
     default: TORCH_CHECK(false, "no such variant");
   }
   return y;

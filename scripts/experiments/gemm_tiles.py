@@ -51,9 +51,10 @@ VARIANTS = {
     # 42's compute fed through registers: 16-byte loads, 4-float stores into the other of two buffers
     # (the library's whole-slab tile since ae84a45; since cc518c1 storing at k = 4 of a slab).
     "staged-192x64x32-12x4-ahead": 47,
-    # 47 storing the next slab at k = 31 (the library's until cc518c1) or 16 of this one, not 4, and
+    # 47 storing the next slab at another k of this one than 4 (31: the library's until cc518c1) and
     # loading the slab after it right behind (a frozen copy).
     "staged-192x64x32-12x4-store-at-31": 51, "staged-192x64x32-12x4-store-at-16": 52,
+    "staged-192x64x32-12x4-store-at-8": 54, "staged-192x64x32-12x4-store-at-2": 55, "staged-192x64x32-12x4-store-at-0": 56,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 FULL_GRIDS = ("library-128", "narrow-")  # launched over every row tile, unless their blocks zero the rows ("fused-zero")
