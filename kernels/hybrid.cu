@@ -708,8 +708,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 // The library's three tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
 // measured them against the others (results/kernel_notes.md, "The hybrid"). Few rows: one
 // 192 x 64 row tile, 8 warps of 12 x 4, a block an SM for 8192 columns (0.735 ms at 179 rows
-// against 0.783 for 128 x 128, H200; whole slabs transposed and staged 0.608 against 0.677 for
-// cp.async into swizzled rows, H100); then 128 x 128 tiles, 2 an SM past 3/8 of the rows.
+// against 0.783 for 128 x 128, H200; on an H100, whole slabs transposed through registers 0.604
+// against 0.672 for cp.async into swizzled rows, 0.575 stored early in a slab); then 128 x 128
+// tiles, 2 an SM past 3/8 of the rows.
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
