@@ -55,6 +55,8 @@ VARIANTS = {
     # loading the slab after it right behind (a frozen copy).
     "staged-192x64x32-12x4-store-at-31": 51, "staged-192x64x32-12x4-store-at-16": 52,
     "staged-192x64x32-12x4-store-at-8": 54, "staged-192x64x32-12x4-store-at-2": 55, "staged-192x64x32-12x4-store-at-0": 56,
+    # 47 with its FFMAs row by row, the columns of odd rows backwards (more operands from the reuse cache).
+    "staged-192x64x32-12x4-row-serpentine": 57,
 }
 # Variants of one row tile (their launch covers counts up to this many rows).
 FULL_GRIDS = ("library-128", "narrow-")  # launched over every row tile, unless their blocks zero the rows ("fused-zero")
