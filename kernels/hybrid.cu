@@ -278,6 +278,13 @@ __device__ __forceinline__ float4 load4(const float* p, int64_t k, int64_t K, bo
   }
 }
 
+// Whether this launch computes the row count (hybrid_rows' count, clamped to [0, M], in
+// [min_count, max_count]; else another tile's launch has it), and the count.
+__device__ __forceinline__ bool launch_takes_count(const GemmArgs& a, int64_t& count) {
+  count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
+  return count >= a.min_count && count <= a.max_count;
+}
+
 // Zeros for the rows not gathered, BN columns from h0, kRows slots a round (a 4-column store a
 // thread). The one-row-tile launch spreads its passes over the k loop, behind the FMAs.
 template <int BN, int T>
@@ -309,8 +316,8 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
   __shared__ __align__(16) float Bs[2][BK][BN + P];
   const int tid = threadIdx.x;
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;  // another tile's launch has it
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
   const int64_t slot0 = static_cast<int64_t>(blockIdx.y) * BM;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   if (slot0 >= count) {
@@ -441,8 +448,9 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
 // floats into the other of two buffers at k = 4 of this slab, and the slab after it is loaded right
 // behind (a warp waiting on its loads then waits where the others issue, not at the barrier); shared
 // row k 4 ((k / 4) % 8) floats late so that a warp's stores fall on 32 banks. The next slab's
-// barrier and first fragments come inside this slab's last k. A thread's rows q*4*RG + tr*4 + 0..3 (lanes paired: 2-wavefront loads),
-// columns tc*4 + 0..3; FFMAs in 2x2 blocks. Timings in results/kernel_notes.md.
+// barrier and first fragments come inside this slab's last k. A thread's rows q*4*RG + tr*4 + 0..3
+// (lanes paired: 2-wavefront loads), columns tc*4 + 0..3; FFMAs in 2x2 blocks. Timings in
+// results/kernel_notes.md.
 template <int BM, int BN, int TM, int TN>
 struct WholeSlabTile {
   static constexpr int BK = 32, RG = BM / TM, CG = BN / TN, kThreads = RG * CG;
@@ -459,13 +467,13 @@ struct WholeSlabTile {
 template <int BM, int BN, int TM, int TN>
 __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN>::kThreads, 1) whole_slab_rows_gemm_kernel(GemmArgs a) {
   using Tile = WholeSlabTile<BM, BN, TM, TN>;
-  constexpr int BK = Tile::BK, RG = Tile::RG, CG = Tile::CG, T = Tile::kThreads, kStoreAt = Tile::kStoreAt;
+  constexpr int BK = Tile::BK, RG = Tile::RG, T = Tile::kThreads, kStoreAt = Tile::kStoreAt;
   constexpr int kAFloats = Tile::kAFloats, kBufFloats = Tile::kBufFloats, kALoads = Tile::kALoads, kBLoads = Tile::kBLoads;
   using Zero = ZeroPass<BN, T>;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   const int64_t zero_passes = Zero::passes(a.M, count);
   if (count == 0) {

@@ -44,6 +44,24 @@ void launch_narrow_fused(const GemmArgs& a, cudaStream_t stream) {
   launch_one_row_tile<TileConfig<BM, BN, BK, TM, TN, 1, true>>(a, stream);
 }
 
+// The variants below load without bounds checks: every slab whole, 16-byte rows, a slab count
+// that fits an int.
+void check_whole_slabs(const GemmArgs& a, int BK, int BN, const char* variants) {
+  TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
+                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
+              variants, " variants: K a multiple of ", BK, " below 2^31, N of ", BN, ", 16-byte rows");
+}
+
+// A one-row-tile kernel (counts up to BM) over N / BN blocks in smem_bytes of dynamic shared memory.
+void launch_one_row_tile_kernel(void (*kernel)(GemmArgs), int BM, int BN, int threads, int smem_bytes,
+                                const GemmArgs& a, cudaStream_t stream) {
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  GemmArgs b = a;
+  b.max_count = BM;
+  kernel<<<static_cast<unsigned>(a.N / BN), threads, smem_bytes, stream>>>(b);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 // K-major tiles through cp.async: each slab of a gathered row is copied as it lies in memory
 // (16-byte chunks, no transposition through registers, slots past the count zero-filled by
 // the copy), kStages slabs in flight. A thread owns TM rows and TN columns interleaved
@@ -69,8 +87,8 @@ __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThre
   constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, S = Tile::kStride, CPR = Tile::kChunksPerRow;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   using Zero = ZeroPass<BN, T>;
   const int64_t zero_passes = Zero::passes(a.M, count);
@@ -167,14 +185,9 @@ __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThre
 template <int BM, int BN, int BK, int TM, int TN, int kStages>
 void launch_kmajor(const GemmArgs& a, cudaStream_t stream) {
   using Tile = KMajorTile<BM, BN, BK, TM, TN, kStages>;
-  TORCH_CHECK(a.K % BK == 0 && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0,
-              "kmajor variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = kmajor_rows_gemm_kernel<BM, BN, BK, TM, TN, kStages>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-  GemmArgs b = a;
-  b.max_count = BM;
-  kernel<<<static_cast<unsigned>(a.N / BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  check_whole_slabs(a, BK, BN, "kmajor");
+  launch_one_row_tile_kernel(kmajor_rows_gemm_kernel<BM, BN, BK, TM, TN, kStages>, BM, BN, Tile::kThreads,
+                             Tile::kSmemBytes, a, stream);
 }
 
 // The library's one-row tile (register-staged, k-major shared rows, 12x4 on 8 warps, zeroing
@@ -209,8 +222,8 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN, kSkewed>::kTh
   constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   const int64_t zero_passes = Zero::passes(a.M, count);
   if (count == 0) {
@@ -327,15 +340,9 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN, kSkewed>::kTh
 template <int BM, int BN, int BK, int TM, int TN, bool kSerpentine = false, bool kPaired = false, bool kSkewed = false>
 void launch_wide_slab(const GemmArgs& a, cudaStream_t stream) {
   using Tile = WideSlabTile<BM, BN, BK, TM, TN, kSkewed>;
-  TORCH_CHECK(a.K % BK == 0 && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
-                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
-              "wide-slab variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = wide_slab_rows_gemm_kernel<BM, BN, BK, TM, TN, kSerpentine, kPaired, kSkewed>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-  GemmArgs b = a;
-  b.max_count = BM;
-  kernel<<<static_cast<unsigned>(a.N / BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  check_whole_slabs(a, BK, BN, "wide-slab");
+  launch_one_row_tile_kernel(wide_slab_rows_gemm_kernel<BM, BN, BK, TM, TN, kSerpentine, kPaired, kSkewed>, BM, BN,
+                             Tile::kThreads, Tile::kSmemBytes, a, stream);
 }
 
 // The library's one-row tile from 221e746 to its staged successor (a frozen copy): 12x4 on 8
@@ -364,8 +371,8 @@ __global__ void __launch_bounds__(SwizzledTile<BM, BN, TM, TN, kStages>::kThread
   constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG, BK = Tile::BK;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   using Zero = ZeroPass<BN, T>;
   const int64_t zero_passes = Zero::passes(a.M, count);
@@ -462,22 +469,14 @@ __global__ void __launch_bounds__(SwizzledTile<BM, BN, TM, TN, kStages>::kThread
 template <int kStages>
 void launch_swizzled(const GemmArgs& a, cudaStream_t stream) {
   using Tile = SwizzledTile<192, 64, 12, 4, kStages>;
-  TORCH_CHECK(a.K % 32 == 0 && a.N % 64 == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
-                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
-              "swizzled variants: K a multiple of 32, N of 64, 16-byte rows");
-  auto kernel = swizzled_rows_gemm_kernel<192, 64, 12, 4, kStages>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-  GemmArgs b = a;
-  b.max_count = 192;
-  kernel<<<static_cast<unsigned>(a.N / 64), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  check_whole_slabs(a, Tile::BK, 64, "swizzled");
+  launch_one_row_tile_kernel(swizzled_rows_gemm_kernel<192, 64, 12, 4, kStages>, 192, 64, Tile::kThreads,
+                             Tile::kSmemBytes, a, stream);
 }
 
 // The library's whole-slab tile (kernels/hybrid.cu), through its own launcher.
 void launch_library_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
-  TORCH_CHECK(a.K % 32 == 0 && a.N % FewRows::BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
-                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
-              "whole-slab variants: K a multiple of 32, N of ", FewRows::BN, ", 16-byte rows");
+  check_whole_slabs(a, 32, FewRows::BN, "whole-slab");
   GemmArgs b = a;
   b.max_count = FewRows::BM;
   launch_whole_slabs<FewRows>(b, stream);
@@ -569,8 +568,8 @@ __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages>::kThre
   constexpr int BK = Tile::BK, RG = Tile::RG, CG = Tile::CG, SA = Tile::SA, SB = Tile::SB, W = Tile::kWarps;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   const int64_t zero_passes = Zero::passes(a.M, count);
   if (count == 0) {
@@ -666,16 +665,9 @@ __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages>::kThre
 template <int BM, int BN, int TM, int TN, int kStages>
 void launch_transposed(const GemmArgs& a, cudaStream_t stream) {
   using Tile = TransposedTile<BM, BN, TM, TN, kStages>;
-  constexpr int BK = Tile::BK;
-  TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
-                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
-              "transposed variants: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = transposed_rows_gemm_kernel<BM, BN, TM, TN, kStages>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-  GemmArgs b = a;
-  b.max_count = BM;
-  kernel<<<static_cast<unsigned>(a.N / BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  check_whole_slabs(a, Tile::BK, BN, "transposed");
+  launch_one_row_tile_kernel(transposed_rows_gemm_kernel<BM, BN, TM, TN, kStages>, BM, BN, Tile::kThreads,
+                             Tile::kSmemBytes, a, stream);
 }
 
 // The library's whole-slab tile (the staged one, variant 47), a frozen copy with the k of a slab at
@@ -695,8 +687,8 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
   using Zero = ZeroPass<BN, T>;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t count = min(max(static_cast<int64_t>(*a.count), int64_t(0)), a.M);
-  if (count < a.min_count || count > a.max_count) return;
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   const int64_t zero_passes = Zero::passes(a.M, count);
   if (count == 0) {
@@ -797,15 +789,9 @@ template <int kStoreAt, bool kRowSerpentine = false>
 void launch_staged(const GemmArgs& a, cudaStream_t stream) {
   constexpr int BM = 192, BN = 64, TM = 12, TN = 4, BK = 32;
   constexpr int kSmemBytes = 2 * (BK * BM + 32 + BK * BN + 32) * static_cast<int>(sizeof(float));
-  TORCH_CHECK(a.K % BK == 0 && a.K < (int64_t(1) << 31) && a.N % BN == 0 && a.x_stride % 4 == 0 && a.w_stride % 4 == 0 &&
-                  reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && reinterpret_cast<uintptr_t>(a.w) % 16 == 0,
-              "staged variant: K a multiple of ", BK, ", N of ", BN, ", 16-byte rows");
-  auto kernel = staged_rows_gemm_kernel<BM, BN, TM, TN, kStoreAt, kRowSerpentine>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  GemmArgs b = a;
-  b.max_count = BM;
-  kernel<<<static_cast<unsigned>(a.N / BN), BM / TM * (BN / TN), kSmemBytes, stream>>>(b);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  check_whole_slabs(a, BK, BN, "staged");
+  launch_one_row_tile_kernel(staged_rows_gemm_kernel<BM, BN, TM, TN, kStoreAt, kRowSerpentine>, BM, BN,
+                             BM / TM * (BN / TN), kSmemBytes, a, stream);
 }
 
 at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count,
