@@ -53,6 +53,8 @@ step row_stats_ncu ncu --kernel-name regex:row_stats_kernel --launch-skip 2 --la
   --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
   --csv --page details python3 scripts/experiments/row_stats.py --budget 0.05
 step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.json" --table "$out/measurements_new.csv"
+# KernelBench's timing against the GPU time: the host's launch gaps apart from the write flush's cost.
+step host_gaps python3 scripts/experiments/host_gaps.py --json "$out/host_gaps.json" --table "$out/measurements_new.csv"
 step hybrid_timing python3 scripts/hybrid_evidence.py --out "$out/hybrid_timing" --parts timing --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 # The parts that rest on rows_gemm (pass counts over input kinds and sizes), apart, for a short call.
