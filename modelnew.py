@@ -253,12 +253,9 @@ class ModelNewHybrid(ModelNewColsum):
         return False
 
     def _hybrid_forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        scale = self.scaling_factor / DIVISOR
-        approx, exact_rows, rows, count = hybrid_ops.hybrid_rows(x, self.weight_statistics(w), scale, w.shape[0])
-        y = hybrid_ops.rows_gemm(x, w, rows, count)
-        exact = kernels.div_sum_scale(y, DIVISOR, self.scaling_factor, pdl=False)  # a plain launch behind rows_gemm
+        out, exact_rows = hybrid_ops.hybrid_forward(x, w, self.weight_statistics(w), DIVISOR, self.scaling_factor)
         self.last_exact_rows = exact_rows
-        return torch.where(exact_rows.unsqueeze(1), exact, approx)
+        return out
 
     def exactness(self) -> str:
         """What the last forward returned, in words (check.py prints it beside its measurements)."""

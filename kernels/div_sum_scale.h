@@ -55,4 +55,7 @@ inline at::Tensor div_sum_scale_composite(const at::Tensor& y, double divisor, d
   return at::mul(at::sum(at::div(y, divisor), {1}, /*keepdim=*/true), scale);
 }
 
+// kb14::div_sum_scale on CUDA as another module reaches it (the hybrid's fallback tail).
+using WholeTail = at::Tensor (*)(const at::Tensor& y, double divisor, double scale, bool pdl);
+
 }  // namespace kb14

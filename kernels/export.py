@@ -130,12 +130,13 @@ at::Tensor div_sum_scale(const at::Tensor& y, double divisor, double scale, bool
 }"""
 
 HYBRID_BINDING = """\
-// The file's entry points of kb14::hybrid_rows and kb14::rows_gemm (hybrid.cu).
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows(
-    const at::Tensor& x, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars, double scale,
-    double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
-  return kb14::hybrid_cuda::hybrid_rows_cuda(x, colsum, vectors, scalars, scale, kappa, tail_depth, sigma_factor, atol,
-                                             rtol, budget);
+// The file's entry points of kb14::hybrid_forward (its whole tail this file's own) and kb14::rows_gemm (hybrid.cu).
+std::tuple<at::Tensor, at::Tensor> hybrid_forward(
+    const at::Tensor& x, const at::Tensor& w, const at::Tensor& colsum, const at::Tensor& vectors,
+    const at::Tensor& scalars, double divisor, double scaling_factor, double kappa, double tail_depth,
+    double sigma_factor, double atol, double rtol, double budget) {
+  return kb14::hybrid_cuda::hybrid_forward_cuda(x, w, colsum, vectors, scalars, divisor, scaling_factor, kappa,
+                                                tail_depth, sigma_factor, atol, rtol, budget, &kb14::div_sum_scale_cuda);
 }
 at::Tensor rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
   return kb14::hybrid_cuda::rows_gemm_cuda(x, w, rows, count);
@@ -164,7 +165,7 @@ def model_sources(model: str, dtype: str) -> Sources:
         cpp = translation_unit(jit.MODULES["tail_cuda"].cpp + jit.MODULES["hybrid_cuda"].cpp)
         cpp += added(TAIL_BINDING) + added(HYBRID_BINDING)
         cuda = translation_unit(jit.MODULES["tail_cuda"].cuda + jit.MODULES["hybrid_cuda"].cuda)
-        functions = ("div_sum_scale", "hybrid_rows", "rows_gemm")
+        functions = ("div_sum_scale", "hybrid_forward", "rows_gemm")
     return Sources("\n".join(cpp) + "\n", "\n".join(keep_only_dtype(cuda, dtype_case)) + "\n", functions)
 
 
@@ -549,15 +550,12 @@ class ModelNew(nn.Module):
         return self._stats_value
 
     def _hybrid_forward(self, x, w):
-        scale = self.scaling_factor / DIVISOR
         stats = self.weight_statistics(w)
-        approx, exact_rows, rows, count = extension().hybrid_rows(
-            x, stats.vectors[0], stats.model_vectors, stats.scalars, float(scale), KAPPA, tail_depth(w.shape[0]),
-            float(SIGMA_FACTOR), float(ATOL), float(RTOL), float(BUDGET))
-        y = extension().rows_gemm(x, w, rows, count)
-        exact = extension().div_sum_scale(y, float(DIVISOR), float(self.scaling_factor), False)
+        out, exact_rows = extension().hybrid_forward(
+            x, w, stats.colsum, stats.model_vectors, stats.scalars, float(DIVISOR), float(self.scaling_factor), KAPPA,
+            tail_depth(w.shape[0]), float(SIGMA_FACTOR), float(ATOL), float(RTOL), float(BUDGET))
         self.last_exact_rows = exact_rows
-        return torch.where(exact_rows.unsqueeze(1), exact, approx)
+        return out
 
     def forward(self, x):
         w = self.weight

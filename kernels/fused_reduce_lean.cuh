@@ -22,6 +22,9 @@ struct LeanArgs {
   int rows, cols;
   op_t inv, scale;
   uint32_t launch_serial;  // a warmed launch's own number (warm_behind_warmed_launch)
+  // Gathered launches (the hybrid's exact rows): block b takes row gathered[b] while b < *gathered_count.
+  const int32_t* gathered = nullptr;
+  const int32_t* gathered_count = nullptr;
 };
 
 // The quotients of a word's two 16-bit elements, widened, by one packed multiply: where packed_quotient_exact
@@ -153,19 +156,26 @@ __device__ __forceinline__ void lean_block_row_store(float leaf, float* smem, in
 }
 
 // A row per warp (kWarpRows) or per 512-thread block. kExactRows: exactly U vectors a thread, loop-free (fewer
-// registers). kMinBlocks: the blocks per SM its registers allow.
+// registers). kMinBlocks: the blocks per SM its registers allow. kGathered: block rows of a.gathered only.
 template <typename scalar_t, int V, int U, bool kWarpRows, bool kShifted, bool kPackedMul = false,
-          bool kExactRows = false, int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm, bool kWarm = false>
+          bool kExactRows = false, int kBlock = kLeanBlock, int kMinBlocks = kLeanBlocksPerSm, bool kWarm = false,
+          bool kGathered = false>
 __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<scalar_t> a) {
   static_assert(kWarpRows || kBlock == kLeanBlock, "a row per block needs the reference's block");
   static_assert(!kWarm || (kExactRows && !kWarpRows && !kShifted), "warming is for loop-free block rows");
+  static_assert(!kGathered || (!kWarpRows && !kWarm), "gathered rows are block rows");
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
   __shared__ float smem[kWarpRows ? 1 : kLeanRowTreeFloats];
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const int t = kWarpRows ? lane : tid;  // logical thread within the row
-  const int r = kWarpRows ? blockIdx.x * (kBlock / kWarp) + warp : blockIdx.x;
-  if (kWarpRows && r >= a.rows) return;
+  const int slot = kWarpRows ? blockIdx.x * (kBlock / kWarp) + warp : blockIdx.x;
+  if (kWarpRows && slot >= a.rows) return;
+  if constexpr (kGathered) {
+    wait_for_prior_grids();  // the rows and their count are the previous kernels' outputs
+    if (slot >= *a.gathered_count) return;
+  }
+  const int r = kGathered ? a.gathered[slot] : slot;
   const LeanRow<V, kShifted> geo(r, a.cols);
   const scalar_t* row_start = a.y + r * a.row_stride;
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);

@@ -18,8 +18,10 @@
 
 #include "cuda_common.cuh"
 #include "div_sum_scale.h"
+#include "fused_reduce_lean.cuh"
 
 #include <ATen/ops/empty.h>
+#include <ATen/ops/where.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -713,16 +715,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   return {approx, exact, rows, count};
 }
 
-// The library's three tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
+// The library's two tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
 // measured them against the others (results/kernel_notes.md, "The hybrid"). Few rows: one
 // 192 x 64 row tile, 8 warps of 12 x 4, a block an SM for 8192 columns (0.735 ms at 179 rows
 // against 0.783 for 128 x 128, H200; on an H100, whole slabs transposed through registers 0.604
-// against 0.672 for cp.async into swizzled rows, 0.575 stored early in a slab); then 128 x 128
-// tiles, 2 an SM past 3/8 of the rows.
+// against 0.672 for cp.async into swizzled rows, 0.575 stored early in a slab); more: 128 x 128
+// tiles (a tile of 2 an SM was 3% faster at every row, but its empty launch cost each forward more).
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
-using SomeRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
-using ManyRows = TileConfig<128, 128, 8, 8, 8, 2, false>;
-constexpr double kManyFrom = 0.375;  // share of the rows above which the many-rows tile runs
+using MoreRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
                           const at::Tensor& count) {
@@ -735,15 +735,14 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
   KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device() && w_in.device() == x_in.device(),
              "rows_gemm: x, weight, rows and count must be on one device");
-  KB14_CHECK_VALUE(div_up(M, SomeRows::BM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
-                   "rows_gemm: too many rows (", M, "; at most ", 65535 * SomeRows::BM, ")");
+  KB14_CHECK_VALUE(div_up(M, MoreRows::BM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
+                   "rows_gemm: too many rows (", M, "; at most ", 65535 * MoreRows::BM, ")");
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
   const at::Tensor w = w_in.stride(1) == 1 ? w_in : w_in.contiguous();
   const at::Tensor r = rows.is_contiguous() ? rows : rows.contiguous();
   at::Tensor y = at::empty({M, N}, x.options());
   if (M == 0 || N == 0) return y;
-  const int64_t split = static_cast<int64_t>(kManyFrom * static_cast<double>(M));
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
              r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0),
              0, FewRows::BM};
@@ -760,12 +759,60 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
     launch_rows_gemm<FewRows>(a, vector, stream);
   }
   a.min_count = FewRows::BM + 1;
-  a.max_count = split;
-  launch_rows_gemm<SomeRows>(a, vector, stream);
-  a.min_count = std::max<int64_t>(split, FewRows::BM) + 1;
   a.max_count = M;
-  launch_rows_gemm<ManyRows>(a, vector, stream);
+  launch_rows_gemm<MoreRows>(a, vector, stream);
   return y;
+}
+
+// The exact rows' tail where the whole shape's plan is a lean block row (KernelBench's shape): that
+// plan's kernel on the gathered rows only, each output written over the row's column-sum answer.
+template <bool kExactRows, bool kShifted>
+void launch_gathered_tail(const tail::LeanArgs<float>& a, int64_t M, cudaStream_t stream) {
+  constexpr int V = tail::kInputVec<float>;
+  tail::lean_rows_kernel<float, V, tail::lean_row_loads(V), false, kShifted, false, kExactRows, tail::kLeanBlock,
+                         tail::kLeanBlocksPerSm, false, true><<<static_cast<unsigned>(M), tail::kLeanBlock, 0, stream>>>(a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Whether it launched (else the plan is another leaf's: the caller runs the whole tail).
+bool gathered_tail(const at::Tensor& y, const at::Tensor& rows, const at::Tensor& count, double divisor,
+                   double scaling_factor, at::Tensor& out, cudaStream_t stream) {
+  using tail::Leaf;
+  const int64_t M = y.size(0), N = y.size(1);
+  const tail::Config c = tail::dispatch({TailDtype::kFloat, M, N, y.stride(0), 1,
+                                         reinterpret_cast<uintptr_t>(y.const_data_ptr()), divisor,
+                                         device_shape(y.get_device()), KB14_TORCH_VERSION, false});
+  if (c.leaf != Leaf::kBlockRowsOneChunk && c.leaf != Leaf::kBlockRows) return false;
+  const tail::Args<float> g = tail::planned_args<float>(c.plan, y.const_data_ptr<float>(), y.stride(0), 1,
+                                                        out.mutable_data_ptr<float>(), out.stride(0), divisor,
+                                                        scaling_factor, nullptr);
+  const tail::LeanArgs<float> a{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(M), static_cast<int>(N),
+                                g.inv, g.scale, 0, rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>()};
+  if (c.leaf == Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, stream);
+  else if (c.shifted) launch_gathered_tail<false, true>(a, M, stream);
+  else launch_gathered_tail<false, false>(a, M, stream);
+  return true;
+}
+
+// kb14::hybrid_forward: hybrid_rows, rows_gemm and the exact rows' tail in one host call. Plans the gathered
+// tail does not take run whole_tail (kb14::div_sum_scale: the op's module and an exported file reach it apart).
+std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, const at::Tensor& w,
+                                                       const at::Tensor& colsum, const at::Tensor& vectors,
+                                                       const at::Tensor& scalars, double divisor, double scaling_factor,
+                                                       double kappa, double tail_depth, double sigma_factor,
+                                                       double atol, double rtol, double budget, WholeTail whole_tail) {
+  check_fp32_cuda_matrix(w, "hybrid_forward: weight");
+  KB14_CHECK_VALUE(x.dim() != 2 || w.size(1) == x.size(1), "hybrid_forward: x has ", x.size(1),
+                   " columns but the weight has ", w.size(1));
+  KB14_CHECK_VALUE(divisor != 0, "hybrid_forward: the divisor must not be zero");
+  auto [approx, exact, rows, count] = hybrid_rows_cuda(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
+                                                       tail_depth, sigma_factor, atol, rtol, budget);
+  const at::Tensor y = rows_gemm_cuda(x, w, rows, count);
+  if (x.size(0) == 0) return {approx, exact};
+  const c10::cuda::CUDAGuard guard(x.device());
+  if (gathered_tail(y, rows, count, divisor, scaling_factor, approx, c10::cuda::getCurrentCUDAStream()))
+    return {approx, exact};
+  return {at::where(exact.unsqueeze(1), whole_tail(y, divisor, scaling_factor, false), approx), exact};
 }
 
 at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& r,

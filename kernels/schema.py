@@ -24,6 +24,9 @@ LIB.define("hybrid_rows(Tensor x, Tensor colsum, Tensor vectors, Tensor scalars,
            "float tail_depth, "
            "float sigma_factor, float atol, float rtol, float budget) -> (Tensor, Tensor, Tensor, Tensor)")
 LIB.define("rows_gemm(Tensor x, Tensor weight, Tensor rows, Tensor count) -> Tensor")
+LIB.define("hybrid_forward(Tensor x, Tensor weight, Tensor colsum, Tensor vectors, Tensor scalars, float divisor, "
+           "float scaling_factor, float kappa, float tail_depth, float sigma_factor, float atol, float rtol, "
+           "float budget) -> (Tensor, Tensor)")
 LIB.define("gemm_order_probe(Tensor x, Tensor weight, Tensor r, Tensor h, int chains, int tile, bool tree) -> Tensor")
 
 IMPL = torch.library.Library("kb14", "IMPL")  # noqa: TOR901
@@ -35,6 +38,7 @@ MODULE_OF = {
     "colsum_matvec": {"cpu": "colsum_cpu", "cuda": "colsum_cuda"},
     "hybrid_rows": {"cuda": "hybrid_cuda"},
     "rows_gemm": {"cuda": "hybrid_cuda"},
+    "hybrid_forward": {"cuda": "hybrid_cuda"},
     "gemm_order_probe": {"cuda": "hybrid_cuda"},
 }
 

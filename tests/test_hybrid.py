@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+import kernels
 import modelnew
 import reference
 from kernels import hybrid_ops
@@ -51,7 +52,8 @@ def test_hybrid_ops_have_no_cpu_kernel():
     # The message names the devices the op has (CUDA), not those of the library's other ops.
     for call in (lambda: hybrid_ops.hybrid_rows(torch.rand(4, 16), stats, 0.75, 8),
                  lambda: hybrid_ops.rows_gemm(torch.rand(4, 16), torch.rand(8, 16), torch.arange(4, dtype=torch.int32),
-                                              torch.tensor([2], dtype=torch.int32))):
+                                              torch.tensor([2], dtype=torch.int32)),
+                 lambda: hybrid_ops.hybrid_forward(torch.rand(4, 16), torch.rand(8, 16), stats, 2, 1.5)):
         with pytest.raises(NotImplementedError, match=r"no kernel for cpu tensors \(CUDA tensors only\)"):
             call()
 
@@ -149,6 +151,28 @@ def test_rows_gemm_is_one_fma_chain_per_output(m, k, n):
             r, h = chosen[pick], torch.randint(0, n, (4096,), device="cuda", generator=gen)
             assert torch.equal(y[r, h], hybrid_ops.ORDER_PROBE(x, w, r, h, 1, 1, False))
         assert bool((y[perm[c:].long()] == 0).all())
+
+
+@pytest.mark.gpu
+# KernelBench's shape (the gathered tail: a block row in one round of loads), 512 x 12288 (block rows that
+# loop), 1000 x 8191 (block rows starting mid-vector) and 300 x 1000 (warp rows: the whole tail, then a merge)
+@pytest.mark.parametrize("m,k,n", [(1024, 8192, 8192), (512, 1024, 12288), (1000, 1024, 8191), (300, 1000, 1000)])
+def test_hybrid_forward_equals_its_ops_composed(m, k, n):
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    w = torch.randn(n, k, device="cuda", generator=gen)
+    stats = hybrid_ops.weight_statistics(w)
+    for kind in ("rand", "near zero"):
+        x = torch.rand(m, k, device="cuda", generator=gen)
+        if kind == "near zero":  # every row exact
+            c = stats.colsum
+            x = (x.double() - (x.double() @ c / (c @ c)).unsqueeze(1) * c.unsqueeze(0)).float()
+        approx, exact, rows, count = hybrid_ops.hybrid_rows(x, stats, 0.75, n)
+        y = hybrid_ops.rows_gemm(x, w, rows, count)
+        want = torch.where(exact.unsqueeze(1), kernels.div_sum_scale(y, 2, 1.5, pdl=False), approx)
+        out, mask = hybrid_ops.hybrid_forward(x, w, stats, 2, 1.5)
+        assert torch.equal(mask, exact)
+        assert torch.equal(out, want)
+        assert int(count.item()) > 0  # the exact path ran
 
 
 @pytest.mark.gpu
@@ -269,11 +293,12 @@ def test_opcheck_hybrid_ops():
     w = torch.randn(96, 200, device="cuda")
     x = torch.rand(70, 200, device="cuda")
     stats = hybrid_ops.weight_statistics(w)
-    args = (x, stats.vectors[0], stats.model_vectors, stats.scalars, 0.75, hybrid_ops.KAPPA, hybrid_ops.tail_depth(96),
+    args = (x, stats.colsum, stats.model_vectors, stats.scalars, 0.75, hybrid_ops.KAPPA, hybrid_ops.tail_depth(96),
             hybrid_ops.SIGMA_FACTOR, 1e-4, 1e-4, hybrid_ops.BUDGET)
     torch.library.opcheck(hybrid_ops.HYBRID_ROWS, args)
     _, _, rows, count = hybrid_ops.HYBRID_ROWS(*args)
     torch.library.opcheck(hybrid_ops.ROWS_GEMM, (x, w, rows, count))
+    torch.library.opcheck(hybrid_ops.HYBRID_FORWARD, (x, w) + args[1:4] + (2.0, 1.5) + args[5:])
 
 
 @pytest.mark.gpu
@@ -288,3 +313,10 @@ def test_rows_gemm_rejects_bad_input():
         hybrid_ops.rows_gemm(x.double(), w, rows, count)
     with pytest.raises(ValueError, match="int32 vector"):
         hybrid_ops.rows_gemm(x, w, rows.long(), count)
+    stats = hybrid_ops.weight_statistics(w)
+    with pytest.raises(ValueError, match="columns"):
+        hybrid_ops.hybrid_forward(torch.rand(4, 9, device="cuda"), w, stats, 2, 1.5)
+    with pytest.raises(TypeError, match="float32"):
+        hybrid_ops.hybrid_forward(x, w.double(), stats, 2, 1.5)
+    with pytest.raises(ValueError, match="divisor"):
+        hybrid_ops.hybrid_forward(x, w, stats, 0, 1.5)

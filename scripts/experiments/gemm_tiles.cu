@@ -802,8 +802,8 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
              rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0), 0, M};
   auto s = c10::cuda::getCurrentCUDAStream();
   switch (variant) {
-    case 0: launch_rows_gemm<SomeRows>(a, true, s); break;  // the library's tile for 193 rows to 3/8
-    case 5: launch_rows_gemm<ManyRows>(a, true, s); break;  // the library's many-rows tile
+    case 0: launch_rows_gemm<MoreRows>(a, true, s); break;  // the library's tile past 192 rows
+    case 5: launch_rows_gemm<TileConfig<128, 128, 8, 8, 8, 2, false>>(a, true, s); break;  // 2/SM, the library's past 3/8 to 2026-12-05
     case 7: launch_narrow<192, 64, 16, 12, 4, 1>(a, s); break;
     case 8: launch_narrow<192, 64, 16, 12, 4, 2>(a, s); break;
     case 9: launch_narrow<192, 32, 16, 12, 4, 2>(a, s); break;

@@ -25,8 +25,8 @@ import experiment  # noqa: E402
 # accumulators a thread, blocks an SM where the register cap allows more than one.
 VARIANTS = {
     "library-192x64x16-12x4": 23,  # one row tile, 8 warps: the library's tile up to 192 rows
-    "library-128x128x16-8x8": 0,  # 1/SM: the library's tile from 193 rows to 3/8 of the batch
-    "library-128x128x8-8x8-2sm": 5,  # 2/SM: the library's tile past 3/8
+    "library-128x128x16-8x8": 0,  # 1/SM: the library's tile past 192 rows
+    "library-128x128x8-8x8-2sm": 5,  # 2/SM: the library's tile past 3/8 of the batch until 2026-12-05
     "narrow-192x64x16-12x4": 7, "narrow-192x64x16-12x4-2sm": 8,
     "narrow-192x32x16-12x4-2sm": 9, "narrow-256x64x16-8x8": 10, "narrow-96x64x16-12x4-2sm": 11,
     "narrow-64x64x16-8x8-4sm": 12, "narrow-128x64x16-8x8-2sm": 13, "narrow-96x128x24-8x8": 14,

@@ -47,7 +47,7 @@ def main() -> int:
     w = torch.randn(n, k).to(dev)  # KernelBench's weight draw
     x = torch.rand(m, k, device=dev)
     stats = hybrid_ops.weight_statistics(w)
-    call_args = (x, stats.vectors[0], stats.model_vectors, stats.scalars, SCALE, hybrid_ops.KAPPA,
+    call_args = (x, stats.colsum, stats.model_vectors, stats.scalars, SCALE, hybrid_ops.KAPPA,
                  hybrid_ops.tail_depth(n), hybrid_ops.SIGMA_FACTOR, hybrid_ops.ATOL, hybrid_ops.RTOL)
     backend = make_backend(dev)
     out = {"shape": [m, k, n], "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
