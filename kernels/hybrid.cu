@@ -5,7 +5,7 @@
 //       margin of KernelBench's tolerance over the reference's predicted rounding error,
 //       and which rows must take the reference's bits (a cut that keeps the union bound
 //       of the approximate rows' failure probabilities under a budget); the rows to
-//       compute, compacted, and their count, both on the device
+//       compute first (in no fixed order), and their count, both on the device
 //   kb14::rows_gemm(x, W, rows, count)           y = x @ W.T for rows[:count] in cuBLAS's
 //       order at the calibrated shapes (one fp32 FMA chain per output, k ascending from
 //       zero), zeros in every other row
@@ -58,6 +58,7 @@ struct StatsArgs {
   float* approx;  // (M,) fp32: the column-sum answer, rounded once
   double* z;      // (M,) margin / sigma (-inf: must be exact)
   double* risk;   // (M,) P(|N(0,1)| > z)
+  int32_t* counts;  // (2,) the cut's: exact rows, kept rows (zeroed here)
 };
 
 __device__ __forceinline__ void block_sum(double v, double* shared, int slot) {
@@ -106,6 +107,7 @@ __global__ void __launch_bounds__(kStatsThreads, 2) row_stats_kernel(StatsArgs a
   __shared__ double partial[R * kSums * W];
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
   const int rows = static_cast<int>(M - row0 < R ? M - row0 : R);
+  if (blockIdx.x == 0 && threadIdx.x < 2) a.counts[threadIdx.x] = 0;
   const float* xr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) xr[r] = a.x + (row0 + (r < rows ? r : rows - 1)) * a.row_stride;
@@ -176,15 +178,15 @@ __global__ void __launch_bounds__(kStatsThreads, 2) row_stats_kernel(StatsArgs a
 // The cut: row i keeps the column-sum answer when the risks of the rows at least as safe
 // (z_j >= z_i, i itself included) add up to at most the budget; so the kept rows' summed
 // risk, a union bound on any of them failing, is within the budget. One warp a row sums
-// over every row (M is a batch size) in a fixed order; then one block compacts the rows to
-// compute into rows[0:count] (ascending), followed by the kept rows, deterministically.
+// over every row (M is a batch size) in a fixed order, then files the row: rows[0:count]
+// to compute, the kept rows from the end (their order is the atomics', the outputs' bits
+// do not depend on it; a separate compaction kernel cost 3.4 us and a launch).
 // ---------------------------------------------------------------------------
 constexpr int kCutThreads = 256;
-constexpr int kCompactThreads = 1024;
 
 __global__ void __launch_bounds__(kCutThreads)
     cut_kernel(const double* __restrict__ z, const double* __restrict__ risk, int64_t M, double budget,
-               bool* __restrict__ exact) {
+               bool* __restrict__ exact, int32_t* __restrict__ rows, int32_t* __restrict__ counts) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * (kCutThreads / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (i >= M) return;
@@ -192,46 +194,13 @@ __global__ void __launch_bounds__(kCutThreads)
   double above = 0;
   for (int64_t j = lane; j < M; j += 32) above += z[j] >= zi ? risk[j] : 0.0;
   for (int o = 16; o > 0; o >>= 1) above += __shfl_down_sync(0xffffffffu, above, o);
-  if (lane == 0) exact[i] = !(zi > -INFINITY && above <= budget);
+  if (lane != 0) return;
+  const bool to_compute = !(zi > -INFINITY && above <= budget);
+  exact[i] = to_compute;
+  if (to_compute) rows[atomicAdd(&counts[0], 1)] = static_cast<int32_t>(i);
+  else rows[M - 1 - atomicAdd(&counts[1], 1)] = static_cast<int32_t>(i);
 }
 
-__device__ int32_t block_exclusive_scan(int32_t mine, int32_t* scan, int32_t* total) {
-  __syncthreads();
-  scan[threadIdx.x] = mine;
-  __syncthreads();
-  for (int o = 1; o < kCompactThreads; o <<= 1) {
-    const int32_t v = threadIdx.x >= o ? scan[threadIdx.x - o] : 0;
-    __syncthreads();
-    scan[threadIdx.x] += v;
-    __syncthreads();
-  }
-  *total = scan[kCompactThreads - 1];
-  return scan[threadIdx.x] - mine;
-}
-
-__global__ void __launch_bounds__(kCompactThreads)
-    compact_kernel(const bool* __restrict__ exact, int64_t M, int32_t* __restrict__ rows, int32_t* __restrict__ count) {
-  __shared__ int32_t scan[kCompactThreads];
-  int32_t n_exact = 0;
-  for (int64_t start = 0; start < M; start += kCompactThreads) {
-    const int64_t i = start + threadIdx.x;
-    const int32_t mine = i < M && exact[i];
-    int32_t total;
-    const int32_t at = block_exclusive_scan(mine, scan, &total);
-    if (mine) rows[n_exact + at] = static_cast<int32_t>(i);
-    n_exact += total;
-  }
-  int32_t n_kept = n_exact;
-  for (int64_t start = 0; start < M; start += kCompactThreads) {
-    const int64_t i = start + threadIdx.x;
-    const int32_t mine = i < M && !exact[i];
-    int32_t total;
-    const int32_t at = block_exclusive_scan(mine, scan, &total);
-    if (mine) rows[n_kept + at] = static_cast<int32_t>(i);
-    n_kept += total;
-  }
-  if (threadIdx.x == 0) count[0] = n_exact;
-}
 
 // ---------------------------------------------------------------------------
 // The exact rows' GEMM. A block computes a BM x BN tile of y for BM gathered rows
@@ -241,8 +210,8 @@ __global__ void __launch_bounds__(kCompactThreads)
 // spread evenly over the tile (BM / (TM / 4) rows apart): 16-byte shared loads, no bank
 // conflicts. Every accumulator is one chain acc = fma(x[r,k], w[h,k], acc) over
 // k = 0, 1, ..., K-1 from acc = 0: cuBLAS's order at the calibrated shapes.
-// Three tiles are launched, each running only when the row count (on the device) is in
-// its range; all of them write zeros to the rows not gathered.
+// Two tiles are launched, each running only when the row count (on the device) is in
+// its range; both write zeros to the rows not gathered.
 // ---------------------------------------------------------------------------
 template <int BM, int BN, int BK, int TM, int TN>
 struct GemmTile {
@@ -696,21 +665,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   at::Tensor approx = at::empty({M, 1}, opts);
   at::Tensor exact = at::empty({M}, opts.dtype(at::kBool));
   at::Tensor rows = at::empty({M}, opts.dtype(at::kInt));
-  at::Tensor count = at::empty({1}, opts.dtype(at::kInt));
+  at::Tensor counts = at::empty({2}, opts.dtype(at::kInt));
+  at::Tensor count = counts.narrow(0, 0, 1);
   if (M == 0) return {approx, exact, rows, count.zero_()};
   at::Tensor z = at::empty({2, M}, opts.dtype(at::kDouble));  // z, then each row's risk
   auto stream = c10::cuda::getCurrentCUDAStream();
   double* risk = z.mutable_data_ptr<double>() + M;
   StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, colsum.const_data_ptr<double>(), vectors.const_data_ptr<float>(),
               scalars.const_data_ptr<double>(), scale, kappa, tail_depth, sigma_factor, atol, rtol,
-              approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(), risk};
+              approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(), risk, counts.mutable_data_ptr<int32_t>()};
   row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  cut_kernel<<<static_cast<unsigned>(div_up(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(z.const_data_ptr<double>(), risk, M, budget,
-                                                                                            exact.mutable_data_ptr<bool>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  compact_kernel<<<1, kCompactThreads, 0, stream>>>(exact.const_data_ptr<bool>(), M, rows.mutable_data_ptr<int32_t>(),
-                                                    count.mutable_data_ptr<int32_t>());
+  cut_kernel<<<static_cast<unsigned>(div_up(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(
+      z.const_data_ptr<double>(), risk, M, budget, exact.mutable_data_ptr<bool>(), rows.mutable_data_ptr<int32_t>(),
+      counts.mutable_data_ptr<int32_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {approx, exact, rows, count};
 }
