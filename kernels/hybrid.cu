@@ -5,7 +5,7 @@
 //       margin of KernelBench's tolerance over the reference's predicted rounding error,
 //       and which rows must take the reference's bits (a cut that keeps the union bound
 //       of the approximate rows' failure probabilities under a budget); the rows to
-//       compute first (in no fixed order), and their count, both on the device
+//       compute, compacted, and their count, both on the device
 //   kb14::rows_gemm(x, W, rows, count)           y = x @ W.T for rows[:count] in cuBLAS's
 //       order at the calibrated shapes (one fp32 FMA chain per output, k ascending from
 //       zero), zeros in every other row
@@ -58,7 +58,7 @@ struct StatsArgs {
   float* approx;  // (M,) fp32: the column-sum answer, rounded once
   double* z;      // (M,) margin / sigma (-inf: must be exact)
   double* risk;   // (M,) P(|N(0,1)| > z)
-  int32_t* counts;  // (2,) the cut's: exact rows, kept rows (zeroed here)
+  int32_t* counts;  // (2,) the cut's: rows to compute, blocks done (zeroed here)
 };
 
 __device__ __forceinline__ void block_sum(double v, double* shared, int slot) {
@@ -178,27 +178,63 @@ __global__ void __launch_bounds__(kStatsThreads, 2) row_stats_kernel(StatsArgs a
 // The cut: row i keeps the column-sum answer when the risks of the rows at least as safe
 // (z_j >= z_i, i itself included) add up to at most the budget; so the kept rows' summed
 // risk, a union bound on any of them failing, is within the budget. One warp a row sums
-// over every row (M is a batch size) in a fixed order, then files the row: rows[0:count]
-// to compute, the kept rows from the end (their order is the atomics', the outputs' bits
-// do not depend on it; a separate compaction kernel cost 3.4 us and a launch).
+// over every row (M is a batch size) in a fixed order; the last block to finish then files
+// the rows: rows[0:count] to compute (ascending), the kept rows from the end (descending).
+// (A compaction kernel of its own cost 3.4 us and a launch.)
 // ---------------------------------------------------------------------------
 constexpr int kCutThreads = 256;
+
+// Block-wide, deterministic: exact rows to rows[0, n) ascending, the others to rows[M - 1], rows[M - 2], ...
+__device__ void file_rows(const bool* exact, int64_t M, int32_t* rows, int32_t* count) {
+  constexpr int W = kCutThreads / 32;
+  __shared__ int32_t warp_exact[W];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int64_t n_exact = 0, n_kept = 0;
+  for (int64_t start = 0; start < M; start += kCutThreads) {
+    const int64_t i = start + threadIdx.x;
+    const bool mine = i < M && __ldcg(reinterpret_cast<const unsigned char*>(exact) + i) != 0;  // other blocks wrote it: past L1
+    const unsigned ballot = __ballot_sync(0xffffffffu, mine);
+    if (lane == 0) warp_exact[warp] = __popc(ballot);
+    __syncthreads();
+    int32_t before = 0, total = 0;  // exact rows of this chunk before this warp's, and in all
+    for (int w = 0; w < W; ++w) {
+      before += w < warp ? warp_exact[w] : 0;
+      total += warp_exact[w];
+    }
+    const int32_t at = before + __popc(ballot & ((1u << lane) - 1));  // exact rows before i in this chunk
+    const int64_t offset = i - start;
+    if (i < M) {
+      if (mine) rows[n_exact + at] = static_cast<int32_t>(i);
+      else rows[M - 1 - (n_kept + offset - at)] = static_cast<int32_t>(i);
+    }
+    const int64_t chunk = M - start < kCutThreads ? M - start : kCutThreads;
+    n_exact += total;
+    n_kept += chunk - total;
+    __syncthreads();  // warp_exact is rewritten by the next chunk
+  }
+  if (threadIdx.x == 0) *count = static_cast<int32_t>(n_exact);
+}
 
 __global__ void __launch_bounds__(kCutThreads)
     cut_kernel(const double* __restrict__ z, const double* __restrict__ risk, int64_t M, double budget,
                bool* __restrict__ exact, int32_t* __restrict__ rows, int32_t* __restrict__ counts) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * (kCutThreads / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (i >= M) return;
-  const double zi = z[i];
-  double above = 0;
-  for (int64_t j = lane; j < M; j += 32) above += z[j] >= zi ? risk[j] : 0.0;
-  for (int o = 16; o > 0; o >>= 1) above += __shfl_down_sync(0xffffffffu, above, o);
-  if (lane != 0) return;
-  const bool to_compute = !(zi > -INFINITY && above <= budget);
-  exact[i] = to_compute;
-  if (to_compute) rows[atomicAdd(&counts[0], 1)] = static_cast<int32_t>(i);
-  else rows[M - 1 - atomicAdd(&counts[1], 1)] = static_cast<int32_t>(i);
+  if (i < M) {
+    const double zi = z[i];
+    double above = 0;
+    for (int64_t j = lane; j < M; j += 32) above += z[j] >= zi ? risk[j] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) above += __shfl_down_sync(0xffffffffu, above, o);
+    if (lane == 0) exact[i] = !(zi > -INFINITY && above <= budget);
+  }
+  __shared__ bool last;
+  __threadfence();  // this block's flags are visible before it counts itself done
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&counts[1], 1) == static_cast<int32_t>(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  file_rows(exact, M, rows, &counts[0]);
 }
 
 
