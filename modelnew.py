@@ -200,9 +200,10 @@ class ModelNewHybrid(ModelNewColsum):
        atol = rtol = 1e-4) is not wide enough against that error: the rows left on the
        column-sum answer have a summed failure probability (a union bound) of at most
        2e-10 per forward, 1e-9 per five-trial KernelBench check;
-    3. computes those rows' GEMM in cuBLAS's order and runs the library's exact tail on
-       the whole (batch, hidden) shape, so that their outputs equal the reference's bit
-       for bit (`last_exact_rows` holds the mask of the last forward, on the device).
+    3. computes those rows' GEMM in cuBLAS's order and runs the library's exact tail with
+       the whole (batch, hidden) shape's launch plan on them, so that their outputs equal
+       the reference's bit for bit (`last_exact_rows` holds the mask of the last forward,
+       on the device). Steps 1-3 are one op, kb14::hybrid_forward.
 
     The row count stays on the device: no host synchronisation, so CUDA graphs and
     torch.compile work once the shape is calibrated (the first eager call does it, or

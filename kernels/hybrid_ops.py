@@ -22,8 +22,8 @@ small against that band. The error is predictable:
   P(|N(0,1)| > z). The selection keeps the column-sum answer on the safest rows while their
   risks add up (a union bound) to at most BUDGET per forward; the others take the
   reference's bits: their GEMM rows in cuBLAS's order (kb14::rows_gemm), then the library's
-  exact tail on the whole shape (kernels.div_sum_scale), so that its launch plan is the
-  reference's.
+  exact tail with the whole (batch, hidden) shape's launch plan, the reference's, run on
+  those rows only (kb14::hybrid_forward does all of it in one host call).
 
 The predicted sigma was checked against measured errors over input distributions and
 shapes (scripts/hybrid_evidence.py; results/kernel_notes.md, "The hybrid").
