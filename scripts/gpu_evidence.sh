@@ -57,6 +57,8 @@ step row_stats python3 scripts/experiments/row_stats.py --json "$out/row_stats.j
 step host_gaps python3 scripts/experiments/host_gaps.py --json "$out/host_gaps.json" --table "$out/measurements_new.csv"
 step hybrid_timing python3 scripts/hybrid_evidence.py --out "$out/hybrid_timing" --parts timing --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
+# The hybrid's own tests alone (about a minute), for a short call.
+step test_hybrid python3 -m pytest -q -rs tests/test_hybrid.py
 # The parts that rest on rows_gemm (pass counts over input kinds and sizes), apart, for a short call.
 step hybrid_kinds python3 scripts/hybrid_evidence.py --out "$out/hybrid_kinds" --parts hybrid sizes --table "$out/measurements_new.csv"
 # The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
