@@ -1,10 +1,10 @@
 // Frozen variants of kernels/hybrid.cu's row statistics (the first kernel of kb14::hybrid_rows),
 // for scripts/experiments/row_stats.py. The library's kernel takes four rows a block of 256
 // threads, each thread striding over k one element at a time, its loads four steps ahead; here
-// step by step (the library's before 7f25fe5; two steps ahead, removed after 530b529, and the next
-// batch's loads first, 25.3-28.9 us against 22.8, removed after 7974810: rows of
-// results/measurements.csv). The warp variants give each row one
-// warp, 16-byte loads of x and of the fp32 vectors (two 16-byte loads of the fp64 column
+// step by step (the library's before 7f25fe5; two steps ahead, removed after 530b529; the next
+// batch's loads first, 25.3-28.9 us against 22.8, removed after 7974810; 16-byte loads in the
+// library's layout, 23.3-27.0 against 21.4, removed after 250ce1f: rows of
+// results/measurements.csv). The warp variants give each row one warp, 16-byte loads of x and of the fp32 vectors (two 16-byte loads of the fp64 column
 // sum), R rows a warp sharing each vector element, and the eight warps of a block
 // reading the same vector elements at once (L1 serves the seven others). Same sums, in
 // another order of fp64 additions, then the library's own epilogue (stats_epilogue).
@@ -73,90 +73,6 @@ __global__ void __launch_bounds__(kWarpStatsThreads) warp_row_stats_kernel(Stats
 #pragma unroll
   for (int r = 0; r < R; ++r)
     if (lane == r && r < rows) stats_epilogue(a, row0 + r, s[r]);
-}
-
-// The library's layout (R rows a block of 256 threads, a block tree at the end) with 16-byte loads: a thread
-// takes 4 consecutive k of each row (two 16-byte loads of the fp64 column sum), kBatch such steps loaded before
-// their arithmetic; rows past M read the last row. K % 4 == 0 and 16-byte rows.
-template <int R, int kBatch, int kMinBlocks>
-__global__ void __launch_bounds__(kStatsThreads, kMinBlocks) vector_row_stats_kernel(StatsArgs a, int64_t M) {
-  constexpr int W = kStatsThreads / 32, T = kStatsThreads;
-  __shared__ double partial[R * kSums * W];
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
-  const int rows = static_cast<int>(M - row0 < R ? M - row0 : R);
-  const float4* xr[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) xr[r] = reinterpret_cast<const float4*>(a.x + (row0 + (r < rows ? r : rows - 1)) * a.row_stride);
-  const float4* beta = reinterpret_cast<const float4*>(a.vectors);
-  const float4* omega = reinterpret_cast<const float4*>(a.vectors + a.K);
-  const float4* beta1 = reinterpret_cast<const float4*>(a.vectors + 2 * a.K);
-  const float4* omega1 = reinterpret_cast<const float4*>(a.vectors + 3 * a.K);
-  const double2* c = reinterpret_cast<const double2*>(a.colsum);
-  double s[R][kSums];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int i = 0; i < kSums; ++i) s[r][i] = 0;
-  const int64_t vecs = a.K / 4;
-  for (int64_t v = threadIdx.x; v < vecs; v += kBatch * T) {
-    float4 x4[kBatch][R], b4[kBatch], o4[kBatch], b14[kBatch], o14[kBatch];
-    double2 c01[kBatch], c23[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int64_t vu = v + u * T < vecs ? v + u * T : vecs - 1;  // a short last batch reloads, unused
-#pragma unroll
-      for (int r = 0; r < R; ++r) x4[u][r] = __ldg(xr[r] + vu);
-      b4[u] = __ldg(beta + vu);
-      o4[u] = __ldg(omega + vu);
-      b14[u] = __ldg(beta1 + vu);
-      o14[u] = __ldg(omega1 + vu);
-      c01[u] = __ldg(c + 2 * vu);
-      c23[u] = __ldg(c + 2 * vu + 1);
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (v + u * T >= vecs) break;
-      const double ck[4] = {c01[u].x, c01[u].y, c23[u].x, c23[u].y};
-      const float bk[4] = {b4[u].x, b4[u].y, b4[u].z, b4[u].w}, ok[4] = {o4[u].x, o4[u].y, o4[u].z, o4[u].w};
-      const float b1k[4] = {b14[u].x, b14[u].y, b14[u].z, b14[u].w};
-      const float o1k[4] = {o14[u].x, o14[u].y, o14[u].z, o14[u].w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const double cke = ck[e], bke = bk[e], oke = ok[e], b1ke = b1k[e], o1ke = o1k[e];
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const float xf[4] = {x4[u][r].x, x4[u][r].y, x4[u][r].z, x4[u][r].w};
-          const double xe = xf[e], xx = xe * xe;
-          s[r][0] += xe;
-          s[r][1] += xx;
-          s[r][2] = fma(xe, cke, s[r][2]);
-          s[r][3] = fma(xe, bke, s[r][3]);
-          s[r][4] = fma(xe, oke, s[r][4]);
-          s[r][5] = fma(xe, b1ke, s[r][5]);
-          s[r][6] = fma(xe, o1ke, s[r][6]);
-          s[r][7] = fma(xx, oke, s[r][7]);
-          s[r][8] = fma(xx, o1ke, s[r][8]);
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int i = 0; i < kSums; ++i) {
-      double v = s[r][i];
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-      if (threadIdx.x % 32 == 0) partial[(r * kSums + i) * W + threadIdx.x / 32] = v;
-    }
-  __syncthreads();
-  if (threadIdx.x >= rows) return;
-  double t[kSums];
-#pragma unroll
-  for (int i = 0; i < kSums; ++i) {
-    t[i] = 0;
-    for (int w = 0; w < W; ++w) t[i] += partial[(threadIdx.x * kSums + i) * W + w];
-  }
-  stats_epilogue(a, row0 + threadIdx.x, t);
 }
 
 // The library's kernel before 7f25fe5's batching: one to six loads a step of k, behind branches.
@@ -239,21 +155,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> row_stats_variant(const at::Tenso
       break;
     case 4:
       unbatched_row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
-      break;
-    case 5:
-      vector_row_stats_kernel<4, 1, 2><<<static_cast<unsigned>(div_up(M, 4)), kStatsThreads, 0, stream>>>(s, M);
-      break;
-    case 6:
-      vector_row_stats_kernel<4, 2, 1><<<static_cast<unsigned>(div_up(M, 4)), kStatsThreads, 0, stream>>>(s, M);
-      break;
-    case 7:
-      vector_row_stats_kernel<2, 2, 2><<<static_cast<unsigned>(div_up(M, 2)), kStatsThreads, 0, stream>>>(s, M);
-      break;
-    case 8:
-      vector_row_stats_kernel<8, 1, 1><<<static_cast<unsigned>(div_up(M, 8)), kStatsThreads, 0, stream>>>(s, M);
-      break;
-    case 9:
-      vector_row_stats_kernel<2, 1, 2><<<static_cast<unsigned>(div_up(M, 2)), kStatsThreads, 0, stream>>>(s, M);
       break;
     default: TORCH_CHECK(false, "no such variant");
   }

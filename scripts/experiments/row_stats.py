@@ -28,10 +28,7 @@ from kernels import hybrid_ops  # noqa: E402
 VARIANTS = {"library": 0,  # four rows a block of 256 threads, a thread an element a step, loads 4 steps deep
             "warp-per-row": 1,  # a warp a row, 16-byte loads, eight warps a block sharing the vectors
             "warp-two-rows": 2,  # the same, two rows a warp
-            "unbatched": 4,  # the library's before 7f25fe5: loads issued step by step
-            # the library's layout with 16-byte loads, 4 k a thread a step: rows a block x steps loaded ahead
-            "vector-4rows-1step": 5, "vector-4rows-2steps-1sm": 6, "vector-2rows-2steps": 7,
-            "vector-8rows-1step-1sm": 8, "vector-2rows-1step": 9}
+            "unbatched": 4}  # the library's before 7f25fe5: loads issued step by step
 SCALE = 1.5 / 2
 
 
