@@ -4,10 +4,11 @@
 // step by step (the library's before 7f25fe5; two steps ahead, removed after 530b529; the next
 // batch's loads first, 25.3-28.9 us against 22.8, removed after 7974810; 16-byte loads in the
 // library's layout, 23.3-27.0 against 21.4, removed after 250ce1f: rows of
-// results/measurements.csv). The warp variants give each row one warp, 16-byte loads of x and of the fp32 vectors (two 16-byte loads of the fp64 column
-// sum), R rows a warp sharing each vector element, and the eight warps of a block
-// reading the same vector elements at once (L1 serves the seven others). Same sums, in
-// another order of fp64 additions, then the library's own epilogue (stats_epilogue).
+// results/measurements.csv). The warp variants give each row one warp, 16-byte loads of x
+// and of the fp32 vectors (two 16-byte loads of the fp64 column sum), R rows a warp sharing
+// each vector element, and the eight warps of a block reading the same vector elements at
+// once (L1 serves the seven others). Same sums, in another order of fp64 additions, then the
+// library's own epilogue (stats_epilogue).
 #include "hybrid.cu"
 
 #include <torch/library.h>
