@@ -189,7 +189,7 @@ __device__ void file_rows(const bool* exact, int64_t M, int32_t* rows, int32_t* 
   constexpr int W = kCutThreads / 32;
   __shared__ int32_t warp_exact[W];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int64_t n_exact = 0, n_kept = 0;
+  int64_t n_exact = 0;  // exact rows before this chunk (the others before it: start - n_exact)
   for (int64_t start = 0; start < M; start += kCutThreads) {
     const int64_t i = start + threadIdx.x;
     const bool mine = i < M && __ldcg(reinterpret_cast<const unsigned char*>(exact) + i) != 0;  // other blocks wrote it: past L1
@@ -201,15 +201,12 @@ __device__ void file_rows(const bool* exact, int64_t M, int32_t* rows, int32_t* 
       before += w < warp ? warp_exact[w] : 0;
       total += warp_exact[w];
     }
-    const int32_t at = before + __popc(ballot & ((1u << lane) - 1));  // exact rows before i in this chunk
-    const int64_t offset = i - start;
+    const int64_t exact_before = n_exact + before + __popc(ballot & ((1u << lane) - 1));  // rows before i
     if (i < M) {
-      if (mine) rows[n_exact + at] = static_cast<int32_t>(i);
-      else rows[M - 1 - (n_kept + offset - at)] = static_cast<int32_t>(i);
+      if (mine) rows[exact_before] = static_cast<int32_t>(i);
+      else rows[M - 1 - (i - exact_before)] = static_cast<int32_t>(i);  // i - exact_before kept rows before i
     }
-    const int64_t chunk = M - start < kCutThreads ? M - start : kCutThreads;
     n_exact += total;
-    n_kept += chunk - total;
     __syncthreads();  // warp_exact is rewritten by the next chunk
   }
   if (threadIdx.x == 0) *count = static_cast<int32_t>(n_exact);
@@ -670,17 +667,26 @@ __global__ void gemm_order_probe_kernel(const float* __restrict__ x, const float
 // ---------------------------------------------------------------------------
 // Host side.
 // ---------------------------------------------------------------------------
-void check_fp32_cuda_matrix(const at::Tensor& t, const char* what) {
-  KB14_CHECK(t.is_cuda(), what, " must be a CUDA tensor, got ", t.device());
-  KB14_CHECK_VALUE(t.dim() == 2, what, " must be 2-D, got ", t.dim(), "-D with shape ", t.sizes());
-  KB14_CHECK_TYPE(t.scalar_type() == at::kFloat, what, " must be float32, got ", t.scalar_type());
-  KB14_CHECK(t.layout() == at::kStrided, what, " must be a dense (strided) tensor");
+void check_fp32_cuda_matrix(const at::Tensor& t, const char* op, const char* name) {
+  KB14_CHECK(t.is_cuda(), op, ": ", name, " must be a CUDA tensor, got ", t.device());
+  KB14_CHECK_VALUE(t.dim() == 2, op, ": ", name, " must be 2-D, got ", t.dim(), "-D with shape ", t.sizes());
+  KB14_CHECK_TYPE(t.scalar_type() == at::kFloat, op, ": ", name, " must be float32, got ", t.scalar_type());
+  KB14_CHECK(t.layout() == at::kStrided, op, ": ", name, " must be a dense (strided) tensor");
+}
+
+// The operands of op's x @ weight.T: fp32 CUDA matrices on one device with the same columns.
+void check_gemm_operands(const at::Tensor& x, const at::Tensor& w, const char* op) {
+  check_fp32_cuda_matrix(x, op, "x");
+  check_fp32_cuda_matrix(w, op, "weight");
+  KB14_CHECK_VALUE(w.size(1) == x.size(1), op, ": x has ", x.size(1), " columns but the weight has ", w.size(1));
+  KB14_CHECK(w.device() == x.device(), op, ": x and the weight must be on one device, got ", x.device(), " and ",
+             w.device());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
     const at::Tensor& x_in, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
     double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
-  check_fp32_cuda_matrix(x_in, "hybrid_rows: x");
+  check_fp32_cuda_matrix(x_in, "hybrid_rows", "x");
   const int64_t M = x_in.size(0), K = x_in.size(1);
   KB14_CHECK_VALUE(colsum.dim() == 1 && colsum.size(0) == K && colsum.scalar_type() == at::kDouble &&
                        colsum.is_contiguous(),
@@ -730,15 +736,13 @@ using MoreRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
                           const at::Tensor& count) {
-  check_fp32_cuda_matrix(x_in, "rows_gemm: x");
-  check_fp32_cuda_matrix(w_in, "rows_gemm: weight");
+  check_gemm_operands(x_in, w_in, "rows_gemm");
   const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
-  KB14_CHECK_VALUE(w_in.size(1) == K, "rows_gemm: x has ", K, " columns but the weight has ", w_in.size(1));
   KB14_CHECK_VALUE(rows.dim() == 1 && rows.size(0) == M && rows.scalar_type() == at::kInt,
                    "rows_gemm: rows must be an int32 vector of x's ", M, " rows, got ", rows.sizes());
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
-  KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device() && w_in.device() == x_in.device(),
-             "rows_gemm: x, weight, rows and count must be on one device");
+  KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device(),
+             "rows_gemm: x, rows and count must be on one device");
   KB14_CHECK_VALUE(div_up(M, MoreRows::BM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
                    "rows_gemm: too many rows (", M, "; at most ", 65535 * MoreRows::BM, ")");
   const c10::cuda::CUDAGuard guard(x_in.device());
@@ -805,9 +809,7 @@ std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, cons
                                                        const at::Tensor& scalars, double divisor, double scaling_factor,
                                                        double kappa, double tail_depth, double sigma_factor,
                                                        double atol, double rtol, double budget, WholeTail whole_tail) {
-  check_fp32_cuda_matrix(w, "hybrid_forward: weight");
-  KB14_CHECK_VALUE(x.dim() != 2 || w.size(1) == x.size(1), "hybrid_forward: x has ", x.size(1),
-                   " columns but the weight has ", w.size(1));
+  check_gemm_operands(x, w, "hybrid_forward");  // before hybrid_rows launches anything
   KB14_CHECK_VALUE(divisor != 0, "hybrid_forward: the divisor must not be zero");
   auto [approx, exact, rows, count] = hybrid_rows_cuda(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
                                                        tail_depth, sigma_factor, atol, rtol, budget);
@@ -821,10 +823,8 @@ std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, cons
 
 at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& r,
                                  const at::Tensor& h, int64_t chains, int64_t tile, bool tree) {
-  check_fp32_cuda_matrix(x, "gemm_order_probe: x");
-  check_fp32_cuda_matrix(w, "gemm_order_probe: weight");
+  check_gemm_operands(x, w, "gemm_order_probe");
   KB14_CHECK_VALUE(x.stride(1) == 1 && w.stride(1) == 1, "gemm_order_probe: rows must be contiguous");
-  KB14_CHECK_VALUE(x.size(1) == w.size(1), "gemm_order_probe: x and weight differ in columns");
   KB14_CHECK_VALUE(chains >= 1 && chains <= kMaxChains && tile >= 1, "gemm_order_probe: 1 to ", kMaxChains,
                    " chains of tiles of at least one element");
   KB14_CHECK_VALUE(r.scalar_type() == at::kLong && h.scalar_type() == at::kLong && r.numel() == h.numel() &&

@@ -31,6 +31,7 @@ from kernels import hybrid_ops  # noqa: E402
 
 DEV = torch.device("cuda")
 SCALE = 1.5
+TIMING_SEED = 1234  # the timing part's input (179 rows exact at KernelBench's shape)
 
 
 def say(msg: str) -> None:
@@ -207,7 +208,7 @@ def part_timing(args) -> dict:
     backend = make_backend(DEV)
     res = {}
     for kind in ("rand", "near zero"):
-        x = inputs(kind, 1024, 8192, 1234, ms["reference"].weight)
+        x = inputs(kind, 1024, 8192, TIMING_SEED, ms["reference"].weight)
         with torch.no_grad():
             for m in ms.values():
                 m(x)

@@ -12,6 +12,12 @@ import reference
 from kernels import hybrid_ops
 
 
+def _near_zero(x, c):
+    """x with each row's component along c taken out: every row's exact answer near zero."""
+    xd = x.double()
+    return (xd - (xd @ c / (c @ c)).unsqueeze(1) * c.unsqueeze(0)).float()
+
+
 def _pair(inp, hidden, scale=1.5, device="cpu"):
     torch.manual_seed(42)
     ref = reference.Model(inp, hidden, scale).to(device)
@@ -164,8 +170,7 @@ def test_hybrid_forward_equals_its_ops_composed(m, k, n):
     for kind in ("rand", "near zero"):
         x = torch.rand(m, k, device="cuda", generator=gen)
         if kind == "near zero":  # every row exact
-            c = stats.colsum
-            x = (x.double() - (x.double() @ c / (c @ c)).unsqueeze(1) * c.unsqueeze(0)).float()
+            x = _near_zero(x, stats.colsum)
         approx, exact, rows, count = hybrid_ops.hybrid_rows(x, stats, 0.75, n)
         y = hybrid_ops.rows_gemm(x, w, rows, count)
         want = torch.where(exact.unsqueeze(1), kernels.div_sum_scale(y, 2, 1.5, pdl=False), approx)
@@ -214,8 +219,7 @@ def test_hybrid_passes_kernelbench_and_its_exact_rows_are_the_references(kind):
         elif kind == "rand*1e-3":
             x = x * 1e-3
         elif kind == "near zero":
-            xd = x.double()
-            x = (xd - (xd @ c / (c @ c)).unsqueeze(1) * c.unsqueeze(0)).float()
+            x = _near_zero(x, c)
         with torch.no_grad():
             want, got = ref(x), hyb(x)
         assert torch.allclose(want, got, atol=1e-4, rtol=1e-4)

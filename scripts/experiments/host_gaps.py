@@ -1,6 +1,7 @@
 """Where KernelBench's timing exceeds the GPU time: the host's launches or the write flush.
 
-Per model, at KernelBench's shape and inputs:
+Per model (hybrid_evidence's: the reference and the three candidates), at KernelBench's shape and
+hybrid_evidence's timing input:
 - KernelBench's protocol (synchronize, 256 MB write flush, events around one call);
 - the same with the GPU kept busy (a spin of --lead-us) before the flush: the host then queues
   the whole call while the GPU still works, so what is left over the GPU time is the flush's;
@@ -20,7 +21,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import hybrid_evidence  # noqa: E402
 from harness import results_table  # noqa: E402
 from harness.timing import kernelbench_time, make_backend, robust_time  # noqa: E402
 
@@ -51,18 +54,9 @@ def main() -> int:
     p.add_argument("--table", type=Path, help="append rows to this measurements CSV")
     args = p.parse_args()
 
-    import modelnew
-    import reference
-
-    torch.manual_seed(42)
-    batch, inp, hidden, scale = 1024, 8192, 8192, 1.5
-    ref = reference.Model(inp, hidden, scale).cuda()
-    x = torch.rand(batch, inp, device="cuda")
-    models = {"reference": ref}
-    for name in ("ModelNew", "ModelNewHybrid"):
-        m = getattr(modelnew, name)(inp, hidden, scale).cuda()
-        m.load_state_dict(ref.state_dict())
-        models[name] = m
+    batch, inp, hidden = 1024, 8192, 8192
+    models = hybrid_evidence.models(batch, inp, hidden)
+    x = hybrid_evidence.inputs("rand", batch, inp, hybrid_evidence.TIMING_SEED)
     backend = make_backend(torch.device("cuda"))
     lead = spin_cycles(args.lead_us)
 
