@@ -108,6 +108,7 @@ __global__ void __launch_bounds__(kStatsThreads, 2) row_stats_kernel(StatsArgs a
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
   const int rows = static_cast<int>(M - row0 < R ? M - row0 : R);
   if (blockIdx.x == 0 && threadIdx.x < 2) a.counts[threadIdx.x] = 0;
+  allow_dependent_launch();  // the cut's blocks wait for this grid in griddepcontrol.wait
   const float* xr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) xr[r] = a.x + (row0 + (r < rows ? r : rows - 1)) * a.row_stride;
@@ -178,33 +179,49 @@ __global__ void __launch_bounds__(kStatsThreads, 2) row_stats_kernel(StatsArgs a
 // The cut: row i keeps the column-sum answer when the risks of the rows at least as safe
 // (z_j >= z_i, i itself included) add up to at most the budget; so the kept rows' summed
 // risk, a union bound on any of them failing, is within the budget. One warp a row sums
-// over every row (M is a batch size) in a fixed order; the last block to finish then files
+// over every row (M is a batch size) in a fixed order, from z and risk staged in shared
+// memory by the block (each lane read them from L2 at f61892a); the last block to finish files
 // the rows: rows[0:count] to compute (ascending), the kept rows from the end (descending).
 // (A compaction kernel of its own cost 3.4 us and a launch.)
 // ---------------------------------------------------------------------------
 constexpr int kCutThreads = 256;
 
 // Block-wide, deterministic: exact rows to rows[0, n) ascending, the others to rows[M - 1], rows[M - 2], ...
+// Four flags a thread (one 4-byte load, past L1: other blocks wrote them), a scan of the counts a chunk.
 __device__ void file_rows(const bool* exact, int64_t M, int32_t* rows, int32_t* count) {
-  constexpr int W = kCutThreads / 32;
+  constexpr int W = kCutThreads / 32, kChunk = 4 * kCutThreads;
   __shared__ int32_t warp_exact[W];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int64_t n_exact = 0;  // exact rows before this chunk (the others before it: start - n_exact)
-  for (int64_t start = 0; start < M; start += kCutThreads) {
-    const int64_t i = start + threadIdx.x;
-    const bool mine = i < M && __ldcg(reinterpret_cast<const unsigned char*>(exact) + i) != 0;  // other blocks wrote it: past L1
-    const unsigned ballot = __ballot_sync(0xffffffffu, mine);
-    if (lane == 0) warp_exact[warp] = __popc(ballot);
+  const unsigned char* flags = reinterpret_cast<const unsigned char*>(exact);
+  int64_t n_exact = 0;  // exact rows before this chunk
+  for (int64_t start = 0; start < M; start += kChunk) {
+    const int64_t i0 = start + 4 * threadIdx.x;  // a multiple of 4: the tensor's storage is aligned
+    uint32_t f = 0;                               // byte e: row i0 + e is exact
+    if (i0 + 3 < M) {
+      f = __ldcg(reinterpret_cast<const unsigned int*>(flags + i0));
+    } else {
+      for (int e = 0; e < 4; ++e)
+        if (i0 + e < M) f |= uint32_t(__ldcg(flags + i0 + e) != 0) << (8 * e);
+    }
+    const int mine = __popc(f & 0x01010101u);
+    int incl = mine;  // this thread's and the lower lanes' exact rows
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += v;
+    }
+    if (lane == 31) warp_exact[warp] = incl;
     __syncthreads();
-    int32_t before = 0, total = 0;  // exact rows of this chunk before this warp's, and in all
+    int before = 0, total = 0;
     for (int w = 0; w < W; ++w) {
       before += w < warp ? warp_exact[w] : 0;
       total += warp_exact[w];
     }
-    const int64_t exact_before = n_exact + before + __popc(ballot & ((1u << lane) - 1));  // rows before i
-    if (i < M) {
-      if (mine) rows[exact_before] = static_cast<int32_t>(i);
-      else rows[M - 1 - (i - exact_before)] = static_cast<int32_t>(i);  // i - exact_before kept rows before i
+    int64_t exact_before = n_exact + before + incl - mine;  // exact rows before row i0
+    for (int e = 0; e < 4; ++e) {
+      const int64_t i = i0 + e;
+      if (i >= M) break;
+      if ((f >> (8 * e)) & 1u) rows[exact_before++] = static_cast<int32_t>(i);
+      else rows[M - 1 - (i - exact_before)] = static_cast<int32_t>(i);  // kept rows before i: i - exact_before
     }
     n_exact += total;
     __syncthreads();  // warp_exact is rewritten by the next chunk
@@ -212,15 +229,27 @@ __device__ void file_rows(const bool* exact, int64_t M, int32_t* rows, int32_t* 
   if (threadIdx.x == 0) *count = static_cast<int32_t>(n_exact);
 }
 
+constexpr int kCutStage = 1024;  // rows of z and risk a block stages in shared memory at a time (16 KB)
+
 __global__ void __launch_bounds__(kCutThreads)
     cut_kernel(const double* __restrict__ z, const double* __restrict__ risk, int64_t M, double budget,
                bool* __restrict__ exact, int32_t* __restrict__ rows, int32_t* __restrict__ counts) {
+  __shared__ double z_stage[kCutStage], risk_stage[kCutStage];
+  wait_for_prior_grids();  // z, risk and the zeroed counts are row_stats'
+  allow_dependent_launch();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * (kCutThreads / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
+  const double zi = i < M ? z[i] : 0.0;
+  double above = 0;  // lane's sum over j = lane, lane + 32, ... (stages are whole multiples of 32)
+  for (int64_t start = 0; start < M; start += kCutStage) {
+    const int n = static_cast<int>(M - start < kCutStage ? M - start : kCutStage);
+    __syncthreads();  // the previous stage is read
+    for (int j = threadIdx.x; j < n; j += kCutThreads) z_stage[j] = z[start + j], risk_stage[j] = risk[start + j];
+    __syncthreads();
+    if (i < M)
+      for (int j = lane; j < n; j += 32) above += z_stage[j] >= zi ? risk_stage[j] : 0.0;
+  }
   if (i < M) {
-    const double zi = z[i];
-    double above = 0;
-    for (int64_t j = lane; j < M; j += 32) above += z[j] >= zi ? risk[j] : 0.0;
     for (int o = 16; o > 0; o >>= 1) above += __shfl_down_sync(0xffffffffu, above, o);
     if (lane == 0) exact[i] = !(zi > -INFINITY && above <= budget);
   }
@@ -233,7 +262,6 @@ __global__ void __launch_bounds__(kCutThreads)
   __threadfence();
   file_rows(exact, M, rows, &counts[0]);
 }
-
 
 // ---------------------------------------------------------------------------
 // The exact rows' GEMM. A block computes a BM x BN tile of y for BM gathered rows
@@ -310,20 +338,17 @@ struct ZeroPass {
   }
 };
 
-// kOneRowTile: a grid of one row tile (counts up to BM) whose blocks also zero every other row.
-template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kVector, bool kOneRowTile>
-__global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
+// The tile of slots slot0.. and columns h0.. . kOneRowTile: a grid of one row tile (counts up to BM)
+// whose blocks also zero every other row.
+template <int BM, int BN, int BK, int TM, int TN, bool kVector, bool kOneRowTile>
+__device__ __forceinline__ void rows_gemm_tile(const GemmArgs& a, int64_t count, int64_t slot0, int64_t h0,
+                                               float (&As)[2][BK][BM + GemmTile<BM, BN, BK, TM, TN>::kPad],
+                                               float (&Bs)[2][BK][BN + GemmTile<BM, BN, BK, TM, TN>::kPad]) {
   using Tile = GemmTile<BM, BN, BK, TM, TN>;
   using Zero = ZeroPass<BN, Tile::kThreads>;
-  constexpr int T = Tile::kThreads, P = Tile::kPad, RG = Tile::RG, CG = Tile::CG;
-  __shared__ __align__(16) float As[2][BK][BM + P];
-  __shared__ __align__(16) float Bs[2][BK][BN + P];
+  constexpr int T = Tile::kThreads, RG = Tile::RG, CG = Tile::CG;
   const int tid = threadIdx.x;
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
-  int64_t count;
-  if (!launch_takes_count(a, count)) return;
-  const int64_t slot0 = static_cast<int64_t>(blockIdx.y) * BM;
-  const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   if (slot0 >= count) {
     if constexpr (kOneRowTile) {  // no row gathered
       for (int64_t p = 0; p < Zero::passes(a.M, count); ++p) Zero::store(a, count, h0, p, tid);
@@ -445,6 +470,29 @@ __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBl
   }
 }
 
+// A block waits for the cut (PDL), then computes its tile (one row tile), or every gridDim.x-th
+// tile in row-tile order (a grid of at most a block an SM: its launch costs one wave when the
+// count is another tile's; 512 blocks cost 2.6 us at f61892a).
+template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kVector, bool kOneRowTile>
+__global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
+  constexpr int P = GemmTile<BM, BN, BK, TM, TN>::kPad;
+  __shared__ __align__(16) float As[2][BK][BM + P];
+  __shared__ __align__(16) float Bs[2][BK][BN + P];
+  wait_for_prior_grids();  // the rows and their count are the cut's
+  allow_dependent_launch();
+  int64_t count;
+  if (!launch_takes_count(a, count)) return;
+  if constexpr (kOneRowTile) {
+    rows_gemm_tile<BM, BN, BK, TM, TN, kVector, true>(a, count, 0, static_cast<int64_t>(blockIdx.x) * BN, As, Bs);
+  } else {
+    const int64_t tiles_x = (a.N + BN - 1) / BN, tiles = tiles_x * ((a.M + BM - 1) / BM);
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      rows_gemm_tile<BM, BN, BK, TM, TN, kVector, false>(a, count, t / tiles_x * BM, t % tiles_x * BN, As, Bs);
+      __syncthreads();  // the next tile's first stores wait for this one's last reads
+    }
+  }
+}
+
 // The one-row tile where every slab is whole (K % 32 == 0, N % BN == 0, 16-byte rows): 12x4 on
 // 8 warps, each slab stored transposed, one shared row per k, so that an LDS.128 gives 4 rows (or
 // columns) at one k in registers of alternating banks (a float4 of 4 k put every operand of a k in
@@ -476,6 +524,8 @@ __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN>::kThreads, 1) wh
   using Zero = ZeroPass<BN, T>;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  wait_for_prior_grids();  // the rows and their count are the cut's
+  allow_dependent_launch();
   int64_t count;
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
@@ -601,25 +651,29 @@ struct TileConfig {
   static constexpr bool kOneRowTile = kOneRowTile_;
 };
 
+// pdl: launched as a programmatic dependent of the stream's previous kernel (the caller's choice).
 template <class C>
-void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
+void launch_rows_gemm(const GemmArgs& a, bool vector, bool pdl, cudaStream_t stream) {
   if (a.min_count > a.max_count) return;  // no count reaches this tile
-  // Row tiles in y: the computing tiles (the first rows) are dispatched before the zeroing ones.
-  const dim3 grid(static_cast<unsigned>(div_up(a.N, C::BN)), C::kOneRowTile ? 1u : static_cast<unsigned>(div_up(a.M, C::BM)));
   constexpr int threads = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>::kThreads;
+  // A block a row tile, or at most a block an SM walking every tile (the computing ones first).
+  const int64_t tiles = div_up(a.N, C::BN) * div_up(a.M, C::BM);
+  const int64_t resident = int64_t(C::kMinBlocks) * device_shape(c10::cuda::current_device()).multiprocessors;
+  const unsigned grid = static_cast<unsigned>(C::kOneRowTile ? div_up(a.N, C::BN) : std::min(tiles, resident));
   if (vector) {
-    rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
+    C10_CUDA_CHECK(launch_programmatic(rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile>,
+                                       dim3(grid), dim3(threads), 0, stream, pdl, a));
   } else {
-    rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
+    C10_CUDA_CHECK(launch_programmatic(rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile>,
+                                       dim3(grid), dim3(threads), 0, stream, pdl, a));
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // The one-row tile C without bounds checks; the caller has checked that every slab is whole.
 // static: its once-flags are this module's (a template's statics are otherwise one object across
 // every module loaded, GNU unique symbols: an exported file's kernel went without the opt-in).
 template <class C>
-static void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
+static void launch_whole_slabs(const GemmArgs& a, bool pdl, cudaStream_t stream) {
   static_assert(C::kOneRowTile, "one row tile");
   using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN>;
   auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN>;
@@ -630,8 +684,8 @@ static void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   std::call_once(opted_in[device], [&] {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
   });
-  kernel<<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  C10_CUDA_CHECK(launch_programmatic(kernel, dim3(static_cast<unsigned>(a.N / C::BN)), dim3(Tile::kThreads),
+                                     Tile::kSmemBytes, stream, pdl, a));
 }
 
 // ---------------------------------------------------------------------------
@@ -683,9 +737,12 @@ void check_gemm_operands(const at::Tensor& x, const at::Tensor& w, const char* o
              w.device());
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
+// pdl: the cut launched as a programmatic dependent of the row statistics (row_stats itself plainly,
+// behind whatever wrote x).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_launch(
     const at::Tensor& x_in, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
-    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
+    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget,
+    bool pdl) {
   check_fp32_cuda_matrix(x_in, "hybrid_rows", "x");
   const int64_t M = x_in.size(0), K = x_in.size(1);
   KB14_CHECK_VALUE(colsum.dim() == 1 && colsum.size(0) == K && colsum.scalar_type() == at::kDouble &&
@@ -718,11 +775,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
               approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(), risk, counts.mutable_data_ptr<int32_t>()};
   row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  cut_kernel<<<static_cast<unsigned>(div_up(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(
-      z.const_data_ptr<double>(), risk, M, budget, exact.mutable_data_ptr<bool>(), rows.mutable_data_ptr<int32_t>(),
-      counts.mutable_data_ptr<int32_t>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  C10_CUDA_CHECK(launch_programmatic(cut_kernel, dim3(static_cast<unsigned>(div_up(M, kCutThreads / 32))),
+                                     dim3(kCutThreads), 0, stream, pdl, z.const_data_ptr<double>(),
+                                     static_cast<const double*>(risk), M, budget, exact.mutable_data_ptr<bool>(),
+                                     rows.mutable_data_ptr<int32_t>(), counts.mutable_data_ptr<int32_t>()));
   return {approx, exact, rows, count};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
+    const at::Tensor& x, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
+    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
+  return hybrid_rows_launch(x, colsum, vectors, scalars, scale, kappa, tail_depth, sigma_factor, atol, rtol, budget,
+                            false);
 }
 
 // The library's two tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
@@ -734,8 +798,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using MoreRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 
-at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
-                          const at::Tensor& count) {
+// pdl: each tile launched as a programmatic dependent of the stream's previous kernel (the cut's, then
+// the more-rows tile's).
+at::Tensor rows_gemm_launch(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
+                            const at::Tensor& count, bool pdl) {
   check_gemm_operands(x_in, w_in, "rows_gemm");
   const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
   KB14_CHECK_VALUE(rows.dim() == 1 && rows.size(0) == M && rows.scalar_type() == at::kInt,
@@ -743,8 +809,7 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
   KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device(),
              "rows_gemm: x, rows and count must be on one device");
-  KB14_CHECK_VALUE(div_up(M, MoreRows::BM) <= 65535 && N <= std::numeric_limits<int32_t>::max(),
-                   "rows_gemm: too many rows (", M, "; at most ", 65535 * MoreRows::BM, ")");
+  KB14_CHECK_VALUE(N <= std::numeric_limits<int32_t>::max(), "rows_gemm: too many weight rows (", N, ")");
   const c10::cuda::CUDAGuard guard(x_in.device());
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
   const at::Tensor w = w_in.stride(1) == 1 ? w_in : w_in.contiguous();
@@ -759,32 +824,40 @@ at::Tensor rows_gemm_cuda(const at::Tensor& x_in, const at::Tensor& w_in, const 
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
+  // The more-rows tile first: at the usual counts its blocks exit as the few rows' blocks are placed.
+  a.min_count = FewRows::BM + 1;
+  a.max_count = M;
+  launch_rows_gemm<MoreRows>(a, vector, pdl, stream);
+  a.min_count = 0;
+  a.max_count = FewRows::BM;
   using FewRowsSlab = WholeSlabTile<FewRows::BM, FewRows::BN, FewRows::TM, FewRows::TN>;
   // Its prologue reads a first slab (K > 0) and its slab count is an int.
   if (vector && K > 0 && K % FewRowsSlab::BK == 0 && K < (int64_t(1) << 31) && N % FewRows::BN == 0) {
-    launch_whole_slabs<FewRows>(a, stream);
+    launch_whole_slabs<FewRows>(a, pdl, stream);
   } else {
-    launch_rows_gemm<FewRows>(a, vector, stream);
+    launch_rows_gemm<FewRows>(a, vector, pdl, stream);
   }
-  a.min_count = FewRows::BM + 1;
-  a.max_count = M;
-  launch_rows_gemm<MoreRows>(a, vector, stream);
   return y;
+}
+
+at::Tensor rows_gemm_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
+  return rows_gemm_launch(x, w, rows, count, false);
 }
 
 // The exact rows' tail where the whole shape's plan is a lean block row (KernelBench's shape): that
 // plan's kernel on the gathered rows only, each output written over the row's column-sum answer.
 template <bool kExactRows, bool kShifted>
-void launch_gathered_tail(const tail::LeanArgs<float>& a, int64_t M, cudaStream_t stream) {
+void launch_gathered_tail(const tail::LeanArgs<float>& a, int64_t M, bool pdl, cudaStream_t stream) {
   constexpr int V = tail::kInputVec<float>;
-  tail::lean_rows_kernel<float, V, tail::lean_row_loads(V), false, kShifted, false, kExactRows, tail::kLeanBlock,
-                         tail::kLeanBlocksPerSm, false, true><<<static_cast<unsigned>(M), tail::kLeanBlock, 0, stream>>>(a);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  C10_CUDA_CHECK(launch_programmatic(tail::lean_rows_kernel<float, V, tail::lean_row_loads(V), false, kShifted, false,
+                                                            kExactRows, tail::kLeanBlock, tail::kLeanBlocksPerSm,
+                                                            false, true>,
+                                     dim3(static_cast<unsigned>(M)), dim3(tail::kLeanBlock), 0, stream, pdl, a));
 }
 
 // Whether it launched (else the plan is another leaf's: the caller runs the whole tail).
 bool gathered_tail(const at::Tensor& y, const at::Tensor& rows, const at::Tensor& count, double divisor,
-                   double scaling_factor, at::Tensor& out, cudaStream_t stream) {
+                   double scaling_factor, at::Tensor& out, bool pdl, cudaStream_t stream) {
   using tail::Leaf;
   const int64_t M = y.size(0), N = y.size(1);
   const tail::Config c = tail::dispatch({TailDtype::kFloat, M, N, y.stride(0), 1,
@@ -796,27 +869,29 @@ bool gathered_tail(const at::Tensor& y, const at::Tensor& rows, const at::Tensor
                                                         scaling_factor, nullptr);
   const tail::LeanArgs<float> a{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(M), static_cast<int>(N),
                                 g.inv, g.scale, 0, rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>()};
-  if (c.leaf == Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, stream);
-  else if (c.shifted) launch_gathered_tail<false, true>(a, M, stream);
-  else launch_gathered_tail<false, false>(a, M, stream);
+  if (c.leaf == Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, pdl, stream);
+  else if (c.shifted) launch_gathered_tail<false, true>(a, M, pdl, stream);
+  else launch_gathered_tail<false, false>(a, M, pdl, stream);
   return true;
 }
 
 // kb14::hybrid_forward: hybrid_rows, rows_gemm and the exact rows' tail in one host call. Plans the gathered
 // tail does not take run whole_tail (kb14::div_sum_scale: the op's module and an exported file reach it apart).
+// pdl: every kernel after the row statistics launched as a programmatic dependent of the one before.
 std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, const at::Tensor& w,
                                                        const at::Tensor& colsum, const at::Tensor& vectors,
                                                        const at::Tensor& scalars, double divisor, double scaling_factor,
                                                        double kappa, double tail_depth, double sigma_factor,
-                                                       double atol, double rtol, double budget, WholeTail whole_tail) {
+                                                       double atol, double rtol, double budget, bool pdl,
+                                                       WholeTail whole_tail) {
   check_gemm_operands(x, w, "hybrid_forward");  // before hybrid_rows launches anything
   KB14_CHECK_VALUE(divisor != 0, "hybrid_forward: the divisor must not be zero");
-  auto [approx, exact, rows, count] = hybrid_rows_cuda(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
-                                                       tail_depth, sigma_factor, atol, rtol, budget);
-  const at::Tensor y = rows_gemm_cuda(x, w, rows, count);
+  auto [approx, exact, rows, count] = hybrid_rows_launch(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
+                                                         tail_depth, sigma_factor, atol, rtol, budget, pdl);
+  const at::Tensor y = rows_gemm_launch(x, w, rows, count, pdl);
   if (x.size(0) == 0) return {approx, exact};
   const c10::cuda::CUDAGuard guard(x.device());
-  if (gathered_tail(y, rows, count, divisor, scaling_factor, approx, c10::cuda::getCurrentCUDAStream()))
+  if (gathered_tail(y, rows, count, divisor, scaling_factor, approx, pdl, c10::cuda::getCurrentCUDAStream()))
     return {approx, exact};
   return {at::where(exact.unsqueeze(1), whole_tail(y, divisor, scaling_factor, false), approx), exact};
 }
