@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <optional>
 
 namespace kb14 {
 namespace hybrid_cuda {
@@ -293,6 +294,7 @@ struct GemmArgs {
   const int32_t* count;
   int64_t M, N, K, x_stride, w_stride;
   int64_t min_count, max_count;  // this launch runs only for a row count in [min_count, max_count]
+  bool zero_others;                // zeros in the rows not gathered (hybrid_forward's gathered tail reads none)
 };
 
 template <bool kVector>
@@ -323,7 +325,9 @@ template <int BN, int T>
 struct ZeroPass {
   static constexpr int kVecs = BN / 4, kRows = T / kVecs;
   static_assert(T % kVecs == 0, "whole rows a round");
-  __device__ static int64_t passes(int64_t m, int64_t count) { return (m - count + kRows - 1) / kRows; }
+  __device__ static int64_t passes(const GemmArgs& a, int64_t count) {
+    return a.zero_others ? (a.M - count + kRows - 1) / kRows : 0;
+  }
   __device__ static void store(const GemmArgs& a, int64_t count, int64_t h0, int64_t step, int tid) {
     const int64_t slot = count + step * kRows + tid / kVecs, h = h0 + (tid % kVecs) * 4;
     if (slot >= a.M || h >= a.N) return;
@@ -351,10 +355,11 @@ __device__ __forceinline__ void rows_gemm_tile(const GemmArgs& a, int64_t count,
   // rows is a permutation of 0..M-1 (hybrid_rows'); an index outside it is skipped, never followed.
   if (slot0 >= count) {
     if constexpr (kOneRowTile) {  // no row gathered
-      for (int64_t p = 0; p < Zero::passes(a.M, count); ++p) Zero::store(a, count, h0, p, tid);
+      for (int64_t p = 0; p < Zero::passes(a, count); ++p) Zero::store(a, count, h0, p, tid);
       return;
     }
     // No gathered row here: zero this tile of the rows that are not computed.
+    if (!a.zero_others) return;
     for (int i = tid; i < BM * BN; i += T) {
       const int64_t slot = slot0 + i / BN, h = h0 + i % BN;
       if (slot >= a.M || h >= a.N) continue;
@@ -418,7 +423,7 @@ __device__ __forceinline__ void rows_gemm_tile(const GemmArgs& a, int64_t count,
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  const int64_t zero_passes = kOneRowTile ? Zero::passes(a.M, count) : 0;
+  const int64_t zero_passes = kOneRowTile ? Zero::passes(a, count) : 0;
   const int64_t slabs = (a.K + BK - 1) / BK;
   load_slab(0);
   store_slab(0);
@@ -529,7 +534,7 @@ __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN>::kThreads, 1) wh
   int64_t count;
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int64_t zero_passes = Zero::passes(a.M, count);
+  const int64_t zero_passes = Zero::passes(a, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
@@ -798,27 +803,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using MoreRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 
-// pdl: each tile launched as a programmatic dependent of the stream's previous kernel (the cut's, then
-// the more-rows tile's).
-at::Tensor rows_gemm_launch(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
-                            const at::Tensor& count, bool pdl) {
-  check_gemm_operands(x_in, w_in, "rows_gemm");
-  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
+void check_rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
+  check_gemm_operands(x, w, "rows_gemm");
+  const int64_t M = x.size(0), N = w.size(0);
   KB14_CHECK_VALUE(rows.dim() == 1 && rows.size(0) == M && rows.scalar_type() == at::kInt,
                    "rows_gemm: rows must be an int32 vector of x's ", M, " rows, got ", rows.sizes());
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
-  KB14_CHECK(rows.device() == x_in.device() && count.device() == x_in.device(),
+  KB14_CHECK(rows.device() == x.device() && count.device() == x.device(),
              "rows_gemm: x, rows and count must be on one device");
   KB14_CHECK_VALUE(N <= std::numeric_limits<int32_t>::max(), "rows_gemm: too many weight rows (", N, ")");
-  const c10::cuda::CUDAGuard guard(x_in.device());
+}
+
+// rows_gemm into y (M, N, fresh, contiguous). pdl: each tile launched as a programmatic dependent of the
+// stream's previous kernel (the cut's, then the more-rows tile's). zero_others: zeros in the rows not gathered.
+void rows_gemm_into(const at::Tensor& y, const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
+                    const at::Tensor& count, bool pdl, bool zero_others) {
+  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
+  if (M == 0 || N == 0) return;
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
   const at::Tensor w = w_in.stride(1) == 1 ? w_in : w_in.contiguous();
   const at::Tensor r = rows.is_contiguous() ? rows : rows.contiguous();
-  at::Tensor y = at::empty({M, N}, x.options());
-  if (M == 0 || N == 0) return y;
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
              r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0),
-             0, FewRows::BM};
+             0, FewRows::BM, zero_others};
   auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16 == 0 && t.stride(0) % 4 == 0;
   };
@@ -837,11 +844,14 @@ at::Tensor rows_gemm_launch(const at::Tensor& x_in, const at::Tensor& w_in, cons
   } else {
     launch_rows_gemm<FewRows>(a, vector, pdl, stream);
   }
-  return y;
 }
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
-  return rows_gemm_launch(x, w, rows, count, false);
+  check_rows_gemm(x, w, rows, count);
+  const c10::cuda::CUDAGuard guard(x.device());
+  at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
+  rows_gemm_into(y, x, w, rows, count, false, true);
+  return y;
 }
 
 // The exact rows' tail where the whole shape's plan is a lean block row (KernelBench's shape): that
@@ -855,24 +865,27 @@ void launch_gathered_tail(const tail::LeanArgs<float>& a, int64_t M, bool pdl, c
                                      dim3(static_cast<unsigned>(M)), dim3(tail::kLeanBlock), 0, stream, pdl, a));
 }
 
-// Whether it launched (else the plan is another leaf's: the caller runs the whole tail).
-bool gathered_tail(const at::Tensor& y, const at::Tensor& rows, const at::Tensor& count, double divisor,
-                   double scaling_factor, at::Tensor& out, bool pdl, cudaStream_t stream) {
-  using tail::Leaf;
-  const int64_t M = y.size(0), N = y.size(1);
-  const tail::Config c = tail::dispatch({TailDtype::kFloat, M, N, y.stride(0), 1,
+// The whole (M, N) shape's tail plan, where it is a lean block row (KernelBench's shape): the gathered tail
+// takes it; else none, and the caller runs the whole tail.
+std::optional<tail::Config> gathered_tail_plan(const at::Tensor& y, double divisor) {
+  const tail::Config c = tail::dispatch({TailDtype::kFloat, y.size(0), y.size(1), y.stride(0), 1,
                                          reinterpret_cast<uintptr_t>(y.const_data_ptr()), divisor,
                                          device_shape(y.get_device()), KB14_TORCH_VERSION, false});
-  if (c.leaf != Leaf::kBlockRowsOneChunk && c.leaf != Leaf::kBlockRows) return false;
+  if (c.leaf != tail::Leaf::kBlockRowsOneChunk && c.leaf != tail::Leaf::kBlockRows) return std::nullopt;
+  return c;
+}
+
+void gathered_tail(const tail::Config& c, const at::Tensor& y, const at::Tensor& rows, const at::Tensor& count,
+                   double divisor, double scaling_factor, at::Tensor& out, bool pdl, cudaStream_t stream) {
+  const int64_t M = y.size(0), N = y.size(1);
   const tail::Args<float> g = tail::planned_args<float>(c.plan, y.const_data_ptr<float>(), y.stride(0), 1,
                                                         out.mutable_data_ptr<float>(), out.stride(0), divisor,
                                                         scaling_factor, nullptr);
   const tail::LeanArgs<float> a{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(M), static_cast<int>(N),
                                 g.inv, g.scale, 0, rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>()};
-  if (c.leaf == Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, pdl, stream);
+  if (c.leaf == tail::Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, pdl, stream);
   else if (c.shifted) launch_gathered_tail<false, true>(a, M, pdl, stream);
   else launch_gathered_tail<false, false>(a, M, pdl, stream);
-  return true;
 }
 
 // kb14::hybrid_forward: hybrid_rows, rows_gemm and the exact rows' tail in one host call. Plans the gathered
@@ -888,11 +901,16 @@ std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, cons
   KB14_CHECK_VALUE(divisor != 0, "hybrid_forward: the divisor must not be zero");
   auto [approx, exact, rows, count] = hybrid_rows_launch(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
                                                          tail_depth, sigma_factor, atol, rtol, budget, pdl);
-  const at::Tensor y = rows_gemm_launch(x, w, rows, count, pdl);
-  if (x.size(0) == 0) return {approx, exact};
+  const int64_t M = x.size(0);
+  if (M == 0) return {approx, exact};
   const c10::cuda::CUDAGuard guard(x.device());
-  if (gathered_tail(y, rows, count, divisor, scaling_factor, approx, pdl, c10::cuda::getCurrentCUDAStream()))
+  const at::Tensor y = at::empty({M, w.size(0)}, x.options());
+  const std::optional<tail::Config> plan = gathered_tail_plan(y, divisor);
+  rows_gemm_into(y, x, w, rows, count, pdl, !plan);  // the gathered tail reads no other row
+  if (plan) {
+    gathered_tail(*plan, y, rows, count, divisor, scaling_factor, approx, pdl, c10::cuda::getCurrentCUDAStream());
     return {approx, exact};
+  }
   return {at::where(exact.unsqueeze(1), whole_tail(y, divisor, scaling_factor, false), approx), exact};
 }
 

@@ -52,6 +52,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--lead-us", type=float, default=2000.0)
+    p.add_argument("--rounds", type=int, default=1, help="time every model this many times, in turn")
+    p.add_argument("--models", nargs="*", help="only these models (default: all)")
     p.add_argument("--json", type=Path)
     p.add_argument("--table", type=Path, help="append rows to this measurements CSV")
     args = p.parse_args()
@@ -61,6 +63,7 @@ def main() -> int:
     plain = copy.copy(models["ModelNewHybrid"])  # the same weight; every kernel launched plainly
     plain.pdl = False
     models["ModelNewHybrid pdl=False"] = plain
+    models = {name: m for name, m in models.items() if not args.models or name in args.models}
     x = hybrid_evidence.inputs("rand", batch, inp, hybrid_evidence.TIMING_SEED)
     backend = make_backend(torch.device("cuda"))
     lead = spin_cycles(args.lead_us)
@@ -71,7 +74,7 @@ def main() -> int:
 
     res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "lead_us": args.lead_us, "rows": []}
     with torch.no_grad():
-        for name, m in models.items():
+        for name, m in [item for _ in range(args.rounds) for item in models.items()]:
             for _ in range(3):
                 m(x)
             kb = kernelbench_time(m, (x,), trials=args.trials, backend=backend)["mean_ms"]
