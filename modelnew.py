@@ -213,10 +213,6 @@ class ModelNewHybrid(ModelNewColsum):
     form: d out_r / d x_r = scale/2 * W.sum(0), d out_r / d W[h] = scale/2 * x_r.
     """
 
-    # The op's kernels are all the library's: each after the first launches as a programmatic
-    # dependent of the one before (sm_90+; scripts/experiments/host_gaps.py times it off).
-    pdl = True
-
     def __init__(self, input_size, hidden_size, scaling_factor):
         super().__init__(input_size, hidden_size, scaling_factor)
         self.last_exact_rows = None
@@ -258,8 +254,7 @@ class ModelNewHybrid(ModelNewColsum):
         return False
 
     def _hybrid_forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        out, exact_rows = hybrid_ops.hybrid_forward(x, w, self.weight_statistics(w), DIVISOR, self.scaling_factor,
-                                                    pdl=self.pdl)
+        out, exact_rows = hybrid_ops.hybrid_forward(x, w, self.weight_statistics(w), DIVISOR, self.scaling_factor)
         self.last_exact_rows = exact_rows
         return out
 

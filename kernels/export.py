@@ -134,10 +134,9 @@ HYBRID_BINDING = """\
 std::tuple<at::Tensor, at::Tensor> hybrid_forward(
     const at::Tensor& x, const at::Tensor& w, const at::Tensor& colsum, const at::Tensor& vectors,
     const at::Tensor& scalars, double divisor, double scaling_factor, double kappa, double tail_depth,
-    double sigma_factor, double atol, double rtol, double budget, bool pdl) {
+    double sigma_factor, double atol, double rtol, double budget) {
   return kb14::hybrid_cuda::hybrid_forward_cuda(x, w, colsum, vectors, scalars, divisor, scaling_factor, kappa,
-                                                tail_depth, sigma_factor, atol, rtol, budget, pdl,
-                                                &kb14::div_sum_scale_cuda);
+                                                tail_depth, sigma_factor, atol, rtol, budget, &kb14::div_sum_scale_cuda);
 }
 at::Tensor rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
   return kb14::hybrid_cuda::rows_gemm_cuda(x, w, rows, count);
@@ -554,7 +553,7 @@ class ModelNew(nn.Module):
         stats = self.weight_statistics(w)
         out, exact_rows = extension().hybrid_forward(
             x, w, stats.colsum, stats.model_vectors, stats.scalars, float(DIVISOR), float(self.scaling_factor), KAPPA,
-            tail_depth(w.shape[0]), float(SIGMA_FACTOR), float(ATOL), float(RTOL), float(BUDGET), True)
+            tail_depth(w.shape[0]), float(SIGMA_FACTOR), float(ATOL), float(RTOL), float(BUDGET))
         self.last_exact_rows = exact_rows
         return out
 

@@ -109,7 +109,6 @@ __global__ void __launch_bounds__(kStatsThreads, 2) row_stats_kernel(StatsArgs a
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * R;
   const int rows = static_cast<int>(M - row0 < R ? M - row0 : R);
   if (blockIdx.x == 0 && threadIdx.x < 2) a.counts[threadIdx.x] = 0;
-  allow_dependent_launch();  // the cut's blocks wait for this grid in griddepcontrol.wait
   const float* xr[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) xr[r] = a.x + (row0 + (r < rows ? r : rows - 1)) * a.row_stride;
@@ -236,8 +235,6 @@ __global__ void __launch_bounds__(kCutThreads)
     cut_kernel(const double* __restrict__ z, const double* __restrict__ risk, int64_t M, double budget,
                bool* __restrict__ exact, int32_t* __restrict__ rows, int32_t* __restrict__ counts) {
   __shared__ double z_stage[kCutStage], risk_stage[kCutStage];
-  wait_for_prior_grids();  // z, risk and the zeroed counts are row_stats'
-  allow_dependent_launch();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * (kCutThreads / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const double zi = i < M ? z[i] : 0.0;
@@ -475,16 +472,14 @@ __device__ __forceinline__ void rows_gemm_tile(const GemmArgs& a, int64_t count,
   }
 }
 
-// A block waits for the cut (PDL), then computes its tile (one row tile), or every gridDim.x-th
-// tile in row-tile order (a grid of at most a block an SM: its launch costs one wave when the
-// count is another tile's; 512 blocks cost 2.6 us at f61892a).
+// A block computes its tile (one row tile), or every gridDim.x-th tile in row-tile order (a grid of
+// at most a block an SM: its launch costs one wave when the count is another tile's; 512 blocks
+// cost 2.6 us at f61892a, 132 1.5 at 33c6c2a).
 template <int BM, int BN, int BK, int TM, int TN, int kMinBlocks, bool kVector, bool kOneRowTile>
 __global__ void __launch_bounds__(GemmTile<BM, BN, BK, TM, TN>::kThreads, kMinBlocks) rows_gemm_kernel(GemmArgs a) {
   constexpr int P = GemmTile<BM, BN, BK, TM, TN>::kPad;
   __shared__ __align__(16) float As[2][BK][BM + P];
   __shared__ __align__(16) float Bs[2][BK][BN + P];
-  wait_for_prior_grids();  // the rows and their count are the cut's
-  allow_dependent_launch();
   int64_t count;
   if (!launch_takes_count(a, count)) return;
   if constexpr (kOneRowTile) {
@@ -529,8 +524,6 @@ __global__ void __launch_bounds__(WholeSlabTile<BM, BN, TM, TN>::kThreads, 1) wh
   using Zero = ZeroPass<BN, T>;
   extern __shared__ __align__(16) float smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  wait_for_prior_grids();  // the rows and their count are the cut's
-  allow_dependent_launch();
   int64_t count;
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
@@ -656,9 +649,8 @@ struct TileConfig {
   static constexpr bool kOneRowTile = kOneRowTile_;
 };
 
-// pdl: launched as a programmatic dependent of the stream's previous kernel (the caller's choice).
 template <class C>
-void launch_rows_gemm(const GemmArgs& a, bool vector, bool pdl, cudaStream_t stream) {
+void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   if (a.min_count > a.max_count) return;  // no count reaches this tile
   constexpr int threads = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>::kThreads;
   // A block a row tile, or at most a block an SM walking every tile (the computing ones first).
@@ -666,19 +658,18 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, bool pdl, cudaStream_t str
   const int64_t resident = int64_t(C::kMinBlocks) * device_shape(c10::cuda::current_device()).multiprocessors;
   const unsigned grid = static_cast<unsigned>(C::kOneRowTile ? div_up(a.N, C::BN) : std::min(tiles, resident));
   if (vector) {
-    C10_CUDA_CHECK(launch_programmatic(rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile>,
-                                       dim3(grid), dim3(threads), 0, stream, pdl, a));
+    rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   } else {
-    C10_CUDA_CHECK(launch_programmatic(rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile>,
-                                       dim3(grid), dim3(threads), 0, stream, pdl, a));
+    rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // The one-row tile C without bounds checks; the caller has checked that every slab is whole.
 // static: its once-flags are this module's (a template's statics are otherwise one object across
 // every module loaded, GNU unique symbols: an exported file's kernel went without the opt-in).
 template <class C>
-static void launch_whole_slabs(const GemmArgs& a, bool pdl, cudaStream_t stream) {
+static void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
   static_assert(C::kOneRowTile, "one row tile");
   using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN>;
   auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN>;
@@ -689,8 +680,8 @@ static void launch_whole_slabs(const GemmArgs& a, bool pdl, cudaStream_t stream)
   std::call_once(opted_in[device], [&] {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
   });
-  C10_CUDA_CHECK(launch_programmatic(kernel, dim3(static_cast<unsigned>(a.N / C::BN)), dim3(Tile::kThreads),
-                                     Tile::kSmemBytes, stream, pdl, a));
+  kernel<<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // ---------------------------------------------------------------------------
@@ -742,12 +733,9 @@ void check_gemm_operands(const at::Tensor& x, const at::Tensor& w, const char* o
              w.device());
 }
 
-// pdl: the cut launched as a programmatic dependent of the row statistics (row_stats itself plainly,
-// behind whatever wrote x).
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_launch(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
     const at::Tensor& x_in, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
-    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget,
-    bool pdl) {
+    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
   check_fp32_cuda_matrix(x_in, "hybrid_rows", "x");
   const int64_t M = x_in.size(0), K = x_in.size(1);
   KB14_CHECK_VALUE(colsum.dim() == 1 && colsum.size(0) == K && colsum.scalar_type() == at::kDouble &&
@@ -780,18 +768,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_launch(
               approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(), risk, counts.mutable_data_ptr<int32_t>()};
   row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  C10_CUDA_CHECK(launch_programmatic(cut_kernel, dim3(static_cast<unsigned>(div_up(M, kCutThreads / 32))),
-                                     dim3(kCutThreads), 0, stream, pdl, z.const_data_ptr<double>(),
-                                     static_cast<const double*>(risk), M, budget, exact.mutable_data_ptr<bool>(),
-                                     rows.mutable_data_ptr<int32_t>(), counts.mutable_data_ptr<int32_t>()));
+  cut_kernel<<<static_cast<unsigned>(div_up(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(
+      z.const_data_ptr<double>(), risk, M, budget, exact.mutable_data_ptr<bool>(), rows.mutable_data_ptr<int32_t>(),
+      counts.mutable_data_ptr<int32_t>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {approx, exact, rows, count};
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
-    const at::Tensor& x, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
-    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
-  return hybrid_rows_launch(x, colsum, vectors, scalars, scale, kappa, tail_depth, sigma_factor, atol, rtol, budget,
-                            false);
 }
 
 // The library's two tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
@@ -814,10 +795,9 @@ void check_rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
   KB14_CHECK_VALUE(N <= std::numeric_limits<int32_t>::max(), "rows_gemm: too many weight rows (", N, ")");
 }
 
-// rows_gemm into y (M, N, fresh, contiguous). pdl: each tile launched as a programmatic dependent of the
-// stream's previous kernel (the cut's, then the more-rows tile's). zero_others: zeros in the rows not gathered.
+// rows_gemm into y (M, N, fresh, contiguous); zero_others: zeros in the rows not gathered.
 void rows_gemm_into(const at::Tensor& y, const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
-                    const at::Tensor& count, bool pdl, bool zero_others) {
+                    const at::Tensor& count, bool zero_others) {
   const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
   if (M == 0 || N == 0) return;
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
@@ -831,38 +811,34 @@ void rows_gemm_into(const at::Tensor& y, const at::Tensor& x_in, const at::Tenso
   };
   const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
   auto stream = c10::cuda::getCurrentCUDAStream();
-  // The more-rows tile first: at the usual counts its blocks exit as the few rows' blocks are placed.
-  a.min_count = FewRows::BM + 1;
-  a.max_count = M;
-  launch_rows_gemm<MoreRows>(a, vector, pdl, stream);
-  a.min_count = 0;
-  a.max_count = FewRows::BM;
   using FewRowsSlab = WholeSlabTile<FewRows::BM, FewRows::BN, FewRows::TM, FewRows::TN>;
   // Its prologue reads a first slab (K > 0) and its slab count is an int.
   if (vector && K > 0 && K % FewRowsSlab::BK == 0 && K < (int64_t(1) << 31) && N % FewRows::BN == 0) {
-    launch_whole_slabs<FewRows>(a, pdl, stream);
+    launch_whole_slabs<FewRows>(a, stream);
   } else {
-    launch_rows_gemm<FewRows>(a, vector, pdl, stream);
+    launch_rows_gemm<FewRows>(a, vector, stream);
   }
+  a.min_count = FewRows::BM + 1;
+  a.max_count = M;
+  launch_rows_gemm<MoreRows>(a, vector, stream);
 }
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
   check_rows_gemm(x, w, rows, count);
   const c10::cuda::CUDAGuard guard(x.device());
   at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
-  rows_gemm_into(y, x, w, rows, count, false, true);
+  rows_gemm_into(y, x, w, rows, count, true);
   return y;
 }
 
 // The exact rows' tail where the whole shape's plan is a lean block row (KernelBench's shape): that
 // plan's kernel on the gathered rows only, each output written over the row's column-sum answer.
 template <bool kExactRows, bool kShifted>
-void launch_gathered_tail(const tail::LeanArgs<float>& a, int64_t M, bool pdl, cudaStream_t stream) {
+void launch_gathered_tail(const tail::LeanArgs<float>& a, int64_t M, cudaStream_t stream) {
   constexpr int V = tail::kInputVec<float>;
-  C10_CUDA_CHECK(launch_programmatic(tail::lean_rows_kernel<float, V, tail::lean_row_loads(V), false, kShifted, false,
-                                                            kExactRows, tail::kLeanBlock, tail::kLeanBlocksPerSm,
-                                                            false, true>,
-                                     dim3(static_cast<unsigned>(M)), dim3(tail::kLeanBlock), 0, stream, pdl, a));
+  tail::lean_rows_kernel<float, V, tail::lean_row_loads(V), false, kShifted, false, kExactRows, tail::kLeanBlock,
+                         tail::kLeanBlocksPerSm, false, true><<<static_cast<unsigned>(M), tail::kLeanBlock, 0, stream>>>(a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // The whole (M, N) shape's tail plan, where it is a lean block row (KernelBench's shape): the gathered tail
@@ -876,39 +852,38 @@ std::optional<tail::Config> gathered_tail_plan(const at::Tensor& y, double divis
 }
 
 void gathered_tail(const tail::Config& c, const at::Tensor& y, const at::Tensor& rows, const at::Tensor& count,
-                   double divisor, double scaling_factor, at::Tensor& out, bool pdl, cudaStream_t stream) {
+                   double divisor, double scaling_factor, at::Tensor& out, cudaStream_t stream) {
   const int64_t M = y.size(0), N = y.size(1);
   const tail::Args<float> g = tail::planned_args<float>(c.plan, y.const_data_ptr<float>(), y.stride(0), 1,
                                                         out.mutable_data_ptr<float>(), out.stride(0), divisor,
                                                         scaling_factor, nullptr);
   const tail::LeanArgs<float> a{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(M), static_cast<int>(N),
                                 g.inv, g.scale, 0, rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>()};
-  if (c.leaf == tail::Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, pdl, stream);
-  else if (c.shifted) launch_gathered_tail<false, true>(a, M, pdl, stream);
-  else launch_gathered_tail<false, false>(a, M, pdl, stream);
+  if (c.leaf == tail::Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, stream);
+  else if (c.shifted) launch_gathered_tail<false, true>(a, M, stream);
+  else launch_gathered_tail<false, false>(a, M, stream);
 }
 
 // kb14::hybrid_forward: hybrid_rows, rows_gemm and the exact rows' tail in one host call. Plans the gathered
 // tail does not take run whole_tail (kb14::div_sum_scale: the op's module and an exported file reach it apart).
-// pdl: every kernel after the row statistics launched as a programmatic dependent of the one before.
 std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, const at::Tensor& w,
                                                        const at::Tensor& colsum, const at::Tensor& vectors,
                                                        const at::Tensor& scalars, double divisor, double scaling_factor,
                                                        double kappa, double tail_depth, double sigma_factor,
-                                                       double atol, double rtol, double budget, bool pdl,
-                                                       WholeTail whole_tail) {
+                                                       double atol, double rtol, double budget, WholeTail whole_tail) {
   check_gemm_operands(x, w, "hybrid_forward");  // before hybrid_rows launches anything
   KB14_CHECK_VALUE(divisor != 0, "hybrid_forward: the divisor must not be zero");
-  auto [approx, exact, rows, count] = hybrid_rows_launch(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
-                                                         tail_depth, sigma_factor, atol, rtol, budget, pdl);
+  auto [approx, exact, rows, count] = hybrid_rows_cuda(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
+                                                       tail_depth, sigma_factor, atol, rtol, budget);
+  check_rows_gemm(x, w, rows, count);
   const int64_t M = x.size(0);
   if (M == 0) return {approx, exact};
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor y = at::empty({M, w.size(0)}, x.options());
   const std::optional<tail::Config> plan = gathered_tail_plan(y, divisor);
-  rows_gemm_into(y, x, w, rows, count, pdl, !plan);  // the gathered tail reads no other row
+  rows_gemm_into(y, x, w, rows, count, !plan);  // the gathered tail reads no other row
   if (plan) {
-    gathered_tail(*plan, y, rows, count, divisor, scaling_factor, approx, pdl, c10::cuda::getCurrentCUDAStream());
+    gathered_tail(*plan, y, rows, count, divisor, scaling_factor, approx, c10::cuda::getCurrentCUDAStream());
     return {approx, exact};
   }
   return {at::where(exact.unsqueeze(1), whole_tail(y, divisor, scaling_factor, false), approx), exact};

@@ -21,8 +21,7 @@ std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, cons
                                                        const at::Tensor& colsum, const at::Tensor& vectors,
                                                        const at::Tensor& scalars, double divisor, double scaling_factor,
                                                        double kappa, double tail_depth, double sigma_factor,
-                                                       double atol, double rtol, double budget, bool pdl,
-                                                       WholeTail whole_tail);
+                                                       double atol, double rtol, double budget, WholeTail whole_tail);
 at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& r, const at::Tensor& h,
                                  int64_t chains, int64_t tile, bool tree);
 
@@ -37,10 +36,9 @@ at::Tensor dispatched_div_sum_scale(const at::Tensor& y, double divisor, double 
 std::tuple<at::Tensor, at::Tensor> hybrid_forward(const at::Tensor& x, const at::Tensor& w, const at::Tensor& colsum,
                                                   const at::Tensor& vectors, const at::Tensor& scalars, double divisor,
                                                   double scaling_factor, double kappa, double tail_depth,
-                                                  double sigma_factor, double atol, double rtol, double budget,
-                                                  bool pdl) {
+                                                  double sigma_factor, double atol, double rtol, double budget) {
   return hybrid_forward_cuda(x, w, colsum, vectors, scalars, divisor, scaling_factor, kappa, tail_depth, sigma_factor,
-                             atol, rtol, budget, pdl, &dispatched_div_sum_scale);
+                             atol, rtol, budget, &dispatched_div_sum_scale);
 }
 }  // namespace hybrid_cuda
 }  // namespace kb14

@@ -184,14 +184,12 @@ def hybrid_rows(x: torch.Tensor, stats: WeightStatistics, scale: float, hidden: 
 
 
 def hybrid_forward(x: torch.Tensor, weight: torch.Tensor, stats: WeightStatistics, divisor: float,
-                   scaling_factor: float, pdl: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                   scaling_factor: float) -> tuple[torch.Tensor, torch.Tensor]:
     """The hybrid forward in one op: (out (M, 1) fp32, exact mask (M,)). hybrid_rows, rows_gemm,
     then the exact tail on the selected rows written over their column-sum answers (one host call:
-    KernelBench's timing counts the host's launches wherever they outlast its flush). pdl: each
-    kernel after the row statistics launched as a programmatic dependent of the one before (sm_90+)."""
+    KernelBench's timing counts the host's launches wherever they outlast its flush)."""
     return HYBRID_FORWARD(x, weight, stats.colsum, stats.model_vectors, stats.scalars, float(divisor),
-                          float(scaling_factor), KAPPA, tail_depth(weight.shape[0]), SIGMA_FACTOR, ATOL, RTOL, BUDGET,
-                          pdl)
+                          float(scaling_factor), KAPPA, tail_depth(weight.shape[0]), SIGMA_FACTOR, ATOL, RTOL, BUDGET)
 
 
 def rows_gemm(x: torch.Tensor, weight: torch.Tensor, rows: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
@@ -236,7 +234,7 @@ def _rows_gemm_fake(x, weight, rows, count):
 
 @torch.library.register_fake("kb14::hybrid_forward")
 def _hybrid_forward_fake(x, weight, colsum, vectors, scalars, divisor, scaling_factor, kappa, tail, sigma_factor, atol,
-                         rtol, budget, pdl=True):
+                         rtol, budget):
     torch._check(x.dim() == 2 and weight.dim() == 2, lambda: "hybrid_forward: x and weight must be 2-D")
     return x.new_empty((x.shape[0], 1)), x.new_empty((x.shape[0],), dtype=torch.bool)
 

@@ -26,7 +26,7 @@ LIB.define("hybrid_rows(Tensor x, Tensor colsum, Tensor vectors, Tensor scalars,
 LIB.define("rows_gemm(Tensor x, Tensor weight, Tensor rows, Tensor count) -> Tensor")
 LIB.define("hybrid_forward(Tensor x, Tensor weight, Tensor colsum, Tensor vectors, Tensor scalars, float divisor, "
            "float scaling_factor, float kappa, float tail_depth, float sigma_factor, float atol, float rtol, "
-           "float budget, bool pdl=True) -> (Tensor, Tensor)")
+           "float budget) -> (Tensor, Tensor)")
 LIB.define("gemm_order_probe(Tensor x, Tensor weight, Tensor r, Tensor h, int chains, int tile, bool tree) -> Tensor")
 
 IMPL = torch.library.Library("kb14", "IMPL")  # noqa: TOR901

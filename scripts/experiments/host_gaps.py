@@ -7,13 +7,11 @@ hybrid_evidence's timing input:
   the whole call while the GPU still works, so what is left over the GPU time is the flush's;
 - the host time to queue one forward (the GPU spinning meanwhile);
 - the GPU time (the read flush, calls queued, median).
-The hybrid is also timed with its programmatic launches off (`pdl = False`).
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import statistics
 import sys
@@ -60,9 +58,6 @@ def main() -> int:
 
     batch, inp, hidden = 1024, 8192, 8192
     models = hybrid_evidence.models(batch, inp, hidden)
-    plain = copy.copy(models["ModelNewHybrid"])  # the same weight; every kernel launched plainly
-    plain.pdl = False
-    models["ModelNewHybrid pdl=False"] = plain
     models = {name: m for name, m in models.items() if not args.models or name in args.models}
     x = hybrid_evidence.inputs("rand", batch, inp, hybrid_evidence.TIMING_SEED)
     backend = make_backend(torch.device("cuda"))
