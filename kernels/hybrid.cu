@@ -270,7 +270,8 @@ __global__ void __launch_bounds__(kCutThreads)
 // conflicts. Every accumulator is one chain acc = fma(x[r,k], w[h,k], acc) over
 // k = 0, 1, ..., K-1 from acc = 0: cuBLAS's order at the calibrated shapes.
 // Two tiles are launched, each running only when the row count (on the device) is in
-// its range; both write zeros to the rows not gathered.
+// its range; both write zeros to the rows not gathered (kb14::rows_gemm's contract), unless
+// zero_others is off (hybrid_forward, whose gathered tail reads no other row).
 // ---------------------------------------------------------------------------
 template <int BM, int BN, int BK, int TM, int TN>
 struct GemmTile {
