@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(KMajorTile<BM, BN, BK, TM, TN, kStages>::kThre
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   using Zero = ZeroPass<BN, T>;
-  const int64_t zero_passes = Zero::passes(a.M, count);
+  const int64_t zero_passes = Zero::passes(a, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(WideSlabTile<BM, BN, BK, TM, TN, kSkewed>::kTh
   int64_t count;
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int64_t zero_passes = Zero::passes(a.M, count);
+  const int64_t zero_passes = Zero::passes(a, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
@@ -375,7 +375,7 @@ __global__ void __launch_bounds__(SwizzledTile<BM, BN, TM, TN, kStages>::kThread
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
   using Zero = ZeroPass<BN, T>;
-  const int64_t zero_passes = Zero::passes(a.M, count);
+  const int64_t zero_passes = Zero::passes(a, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
@@ -571,7 +571,7 @@ __global__ void __launch_bounds__(TransposedTile<BM, BN, TM, TN, kStages>::kThre
   int64_t count;
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int64_t zero_passes = Zero::passes(a.M, count);
+  const int64_t zero_passes = Zero::passes(a, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
@@ -690,7 +690,7 @@ __global__ void __launch_bounds__(BM / TM * (BN / TN), 1) staged_rows_gemm_kerne
   int64_t count;
   if (!launch_takes_count(a, count)) return;
   const int64_t h0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int64_t zero_passes = Zero::passes(a.M, count);
+  const int64_t zero_passes = Zero::passes(a, count);
   if (count == 0) {
     for (int64_t p = 0; p < zero_passes; ++p) Zero::store(a, count, h0, p, tid);
     return;
@@ -799,7 +799,8 @@ at::Tensor rows_gemm_variant(const at::Tensor& x, const at::Tensor& w, const at:
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   at::Tensor y = at::empty({M, N}, x.options());
   GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
-             rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0), 0, M};
+             rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0), 0, M,
+             true};  // kb14::rows_gemm's contract: zeros in the rows not gathered
   auto s = c10::cuda::getCurrentCUDAStream();
   switch (variant) {
     case 0: launch_rows_gemm<MoreRows>(a, true, s); break;  // the library's tile past 192 rows
