@@ -734,6 +734,11 @@ void check_gemm_operands(const at::Tensor& x, const at::Tensor& w, const char* o
              w.device());
 }
 
+// rows_gemm's limit: the weight's rows size its grid and index as ints.
+void check_weight_rows(const at::Tensor& w, const char* op) {
+  KB14_CHECK_VALUE(w.size(0) <= std::numeric_limits<int32_t>::max(), op, ": too many weight rows (", w.size(0), ")");
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
     const at::Tensor& x_in, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
     double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
@@ -787,13 +792,13 @@ using MoreRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 
 void check_rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
   check_gemm_operands(x, w, "rows_gemm");
-  const int64_t M = x.size(0), N = w.size(0);
+  const int64_t M = x.size(0);
   KB14_CHECK_VALUE(rows.dim() == 1 && rows.size(0) == M && rows.scalar_type() == at::kInt,
                    "rows_gemm: rows must be an int32 vector of x's ", M, " rows, got ", rows.sizes());
   KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
   KB14_CHECK(rows.device() == x.device() && count.device() == x.device(),
              "rows_gemm: x, rows and count must be on one device");
-  KB14_CHECK_VALUE(N <= std::numeric_limits<int32_t>::max(), "rows_gemm: too many weight rows (", N, ")");
+  check_weight_rows(w, "rows_gemm");
 }
 
 // rows_gemm into y (M, N, fresh, contiguous); zero_others: zeros in the rows not gathered.
@@ -867,16 +872,17 @@ void gathered_tail(const tail::Config& c, const at::Tensor& y, const at::Tensor&
 
 // kb14::hybrid_forward: hybrid_rows, rows_gemm and the exact rows' tail in one host call. Plans the gathered
 // tail does not take run whole_tail (kb14::div_sum_scale: the op's module and an exported file reach it apart).
-std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x, const at::Tensor& w,
+std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x_in, const at::Tensor& w,
                                                        const at::Tensor& colsum, const at::Tensor& vectors,
                                                        const at::Tensor& scalars, double divisor, double scaling_factor,
                                                        double kappa, double tail_depth, double sigma_factor,
                                                        double atol, double rtol, double budget, WholeTail whole_tail) {
-  check_gemm_operands(x, w, "hybrid_forward");  // before hybrid_rows launches anything
+  check_gemm_operands(x_in, w, "hybrid_forward");  // before hybrid_rows launches anything
+  check_weight_rows(w, "hybrid_forward");
   KB14_CHECK_VALUE(divisor != 0, "hybrid_forward: the divisor must not be zero");
+  const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();  // once, for hybrid_rows and the GEMM
   auto [approx, exact, rows, count] = hybrid_rows_cuda(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
                                                        tail_depth, sigma_factor, atol, rtol, budget);
-  check_rows_gemm(x, w, rows, count);
   const int64_t M = x.size(0);
   if (M == 0) return {approx, exact};
   const c10::cuda::CUDAGuard guard(x.device());
