@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from kernels import jit
-from kernels.cuda_order_model import release_group
+from kernels.jit import release_group
 
 SOURCE_DIR = jit.SOURCE_DIR
 ROOT = SOURCE_DIR.parent
@@ -174,9 +174,8 @@ def model_sources(model: str, dtype: str) -> Sources:
 # (file, top-level names) the exported file takes verbatim, in this order.
 PYTHON_PIECES = {
     "ModelNew": (
-        ("kernels/cuda_order_model.py", ("release_group",)),
-        ("kernels/jit.py", ("torch_order", "HOST_FLAGS", "NVCC_SPLIT", "nvcc_split_parts", "nvcc_flags",
-                            "process_libstdcxx", "_link_flags", "link_flags")),
+        ("kernels/jit.py", ("torch_order", "release_group", "HOST_FLAGS", "NVCC_SPLIT", "nvcc_split_parts",
+                            "nvcc_flags", "process_libstdcxx", "_link_flags", "link_flags")),
         ("modelnew.py", ("DIVISOR", "_check_input")),
         ("kernels/ops.py", ("_setup_context", "_backward")),
     ),

@@ -183,6 +183,15 @@ def torch_order() -> int:
     return major * 100 + minor
 
 
+def release_group(torch_version: str) -> str:
+    """The release group whose CUDA order the tail reproduces ("2.4-2.9" or "2.10+") for a torch
+    version string like "2.11.0+cu130"."""
+    major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
+    if (major, minor) < (2, 4):
+        raise ValueError(f"torch {torch_version}: the library covers releases 2.4 and later")
+    return "2.4-2.9" if (major, minor) < (2, 10) else "2.10+"
+
+
 # Host-compiler flags of every module. fp-contract off: a fused multiply-add would round
 # differently from the reference. -fopenmp: the CPU kernels split rows across OpenMP
 # threads as torch does.

@@ -1,4 +1,4 @@
-"""GPU evidence for the order model (kernels/cuda_order_model.py), in one process.
+"""GPU evidence for the order model (oracle/cuda_order_model.py), in one process.
 
 (a) The model against torch's own CUDA tail, `torch.sum(y / d, 1, keepdim=True) * s` for
     (d, s) = (2, 1.5) and (3.0, 0.7), on this GPU under the installed torch's release group:
@@ -47,7 +47,7 @@ MAX_NUMEL = 8_000_000  # per shape, except the grid-threshold shapes
 
 
 sys.path.insert(0, str(ROOT))
-from kernels import cuda_order_model as model  # noqa: E402  (import kernels compiles nothing)
+from oracle import cuda_order_model as model  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Which reduction-order group an installed torch belongs to, read from the Reduce.cuh its
 wheel ships (torch/include/ATen/native/cuda/Reduce.cuh), CUDA branches only.
 
-The library and kernels/cuda_order_model.py split releases into "2.4-2.9" and "2.10+" by
+The library and oracle/cuda_order_model.py split releases into "2.4-2.9" and "2.10+" by
 version number. This reads the three markers of that split from a release's own header, so a
 wheel of any version can be checked without a GPU:
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from kernels.cuda_order_model import release_group
+    from kernels.jit import release_group
 
     rows, bad = [], 0
     for python in args.pythons:

@@ -1,4 +1,4 @@
-"""kernels/cuda_order_model.py: the launch configuration it derives, its arithmetic against a
+"""oracle/cuda_order_model.py: the launch configuration it derives, its arithmetic against a
 thread-by-thread simulation, exactness, the two release groups, bad input; on a GPU, torch."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from kernels import cuda_order_model as model
+from kernels import jit
+from oracle import cuda_order_model as model
 
 OLD, NEW = model.RELEASES
 H100 = {"multiprocessors": 132, "max_threads_per_multiprocessor": 2048}
@@ -116,6 +117,16 @@ def test_release_group_names():
     assert model.release_group("2.9.1+cu128") == OLD
     with pytest.raises(ValueError, match="2.4"):
         model.release_group("2.3.1")
+
+
+def test_library_groups_releases_as_the_oracle_does():
+    # The library's copy labels exported files; its kernels split at KB14_TORCH_VERSION 210.
+    for minor in range(4, 16):
+        version = f"2.{minor}.0+cu130"
+        assert jit.release_group(version) == model.release_group(version)
+        assert (jit.release_group(version) == NEW) == (200 + minor >= 210)
+    with pytest.raises(ValueError, match="2.4"):
+        jit.release_group("2.3.1")
 
 
 # ---------------------------------------------------------------------------------------------

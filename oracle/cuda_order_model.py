@@ -24,8 +24,8 @@ float32, float16, bfloat16, float64. The quotient `y / divisor` is a fresh conti
 whatever y's strides, so row r starts (r * cols) mod input_vec_size elements past a vector boundary (the allocator's blocks
 are aligned far beyond a vector).
 
-The module needs only torch: tests and scripts load it by its path, so that using it does not
-build the library (importing the `kernels` package does).
+The module needs only torch and imports nothing from the library, whose mistakes it must not share.
+It is not installed with the package: tests and scripts import it from the repository (`oracle/`).
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ class LaunchConfig:
         return d
 
 
+# The library has its own (kernels/jit.py): the oracle imports nothing from it.
 def release_group(torch_version: str) -> str:
     """The release group ("2.4-2.9" or "2.10+") of a torch version string like "2.11.0+cu130"."""
     major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
