@@ -351,8 +351,8 @@ def main() -> int:
     result = {"torch": torch.__version__, "shapes_a": len(cases_a), "shapes_b": len(cases_b),
               "older_wheels": "Skipped: out of scope for this evidence (it would need each wheel's Reduce.cuh "
                               "built and run on the GPU)."}
-    build_dir = Path(tempfile.mkdtemp(prefix="kb14_order_"))  # the .so files stay out of --out
     if args.build_only:
+        build_dir = Path(tempfile.mkdtemp(prefix="kb14_order_"))  # kept: the caller asked for the build
         build_kernels(build_dir, arch=args.build_only)
         print(f"built under {build_dir}")
         return 0
@@ -373,10 +373,11 @@ def main() -> int:
     result["gpu"] = f"{prop.name}, {prop.multi_processor_count} SMs, {prop.max_threads_per_multi_processor} threads/SM"
     print(f"{result['gpu']}; torch {torch.__version__} ({release}); {len(cases_a)} shapes for (a), "
           f"{len(cases_b)} for (b)", flush=True)
-    libs = build_kernels(build_dir)
-    result["vs_torch"] = evidence_vs_torch(cases_a, device, prop.multi_processor_count,
-                                           prop.max_threads_per_multi_processor, release)
-    result["kernel_vs_model"] = evidence_kernel(cases_b, libs, device, prop.major)
+    with tempfile.TemporaryDirectory(prefix="kb14_order_") as build_dir:  # the .so files stay out of --out
+        libs = build_kernels(Path(build_dir))
+        result["vs_torch"] = evidence_vs_torch(cases_a, device, prop.multi_processor_count,
+                                               prop.max_threads_per_multi_processor, release)
+        result["kernel_vs_model"] = evidence_kernel(cases_b, libs, device, prop.major)
     result["seconds"] = time.perf_counter() - t0
     write_report(out_dir, result)
     bad = len(result["vs_torch"]["failures"]) + len(result["kernel_vs_model"]["failures"])
