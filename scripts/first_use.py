@@ -6,7 +6,8 @@ For each of `--runs` repetitions, in a new process each time:
 * `import torch, kernels` with an empty cache and again with the warm cache (neither
   compiles anything: the modules are built on an op's first call on a device);
 * first ModelNew output at the KernelBench sizes on the device, from process start,
-  empty cache (which builds the tail's module for that device) and warm cache;
+  empty cache (which builds the tail's module for that device) and warm cache, with each
+  compile and link step of that build (ninja's log);
 * `python -m kernels.build` with an empty cache: every module of this machine, ahead
   of time, in parallel.
 
@@ -64,6 +65,21 @@ def timed(code: str, cache: Path) -> float:
     return float(proc.stdout.split("SECONDS")[-1])
 
 
+def ninja_steps(cache: Path) -> dict[str, dict[str, float]]:
+    """Each build's compile and link steps, in seconds, from the .ninja_log ninja leaves in its folder:
+    where the empty cache's wait goes (the host unit, the nvcc unit, the link)."""
+    steps: dict[str, dict[str, float]] = {}
+    for log in sorted(cache.glob("kb14_*/.ninja_log")):
+        module = log.parent.name.split("_", 1)[1].rsplit("_", 1)[0]  # kb14_<module>_<key>
+        for line in log.read_text().splitlines():
+            fields = line.split("\t")
+            if line.startswith("#") or len(fields) < 4:
+                continue
+            output = "link" if fields[3].endswith(".so") else fields[3]
+            steps.setdefault(module, {})[output] = (int(fields[1]) - int(fields[0])) / 1e3
+    return steps
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -76,11 +92,13 @@ def main() -> int:
                                                     "first ModelNew output, warm cache",
                                                     "build_all (every module), empty cache")}
     first = FIRST_OUTPUT.format(device=args.device)
+    build_steps: list[dict[str, dict[str, float]]] = []
     for _ in range(args.runs):
         cache = Path(tempfile.mkdtemp(prefix="kb14_first_use_"))
         try:
             rows["import torch"].append(timed(IMPORT_TORCH, cache))
             rows["first ModelNew output, empty cache"].append(timed(first, cache))
+            build_steps.append(ninja_steps(cache))
             rows["first ModelNew output, warm cache"].append(timed(first, cache))
             shutil.rmtree(cache)
             cache.mkdir()
@@ -96,9 +114,13 @@ def main() -> int:
     result = {"device": args.device, "torch": torch.__version__, "cpus": os.cpu_count(),
               "machine": platform.machine(), "runs": args.runs,
               "seconds": {k: {"median": statistics.median(v), "all": v} for k, v in rows.items()},
+              "first output's build steps, seconds, by run": build_steps,
               "note": "seconds from the start of each process's Python code (interpreter start not counted)"}
     for k, v in result["seconds"].items():
         print(f"{k:38s} {v['median']:7.2f} s  {['%.2f' % t for t in v['all']]}")
+    for run, steps in enumerate(build_steps):
+        print(f"run {run + 1}, the first output's builds:",
+              "; ".join(f"{m} " + ", ".join(f"{o} {t:.1f} s" for o, t in outs.items()) for m, outs in steps.items()))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
     if args.table:
