@@ -46,7 +46,8 @@ def demangle(names: list[str]) -> list[str]:
 def normalise(name: str) -> str:
     """A kernel's demangled name without the template arguments the newer sources dropped: the lean
     load's flavour and the launch kind (kPdl), which lean_rows_kernel took as its 4th and 5th and
-    split_lane_rows_kernel as its 3rd."""
+    split_lane_rows_kernel as its 3rd; and without lean_rows_kernel's 11th, kGathered (a814759), where
+    false: the tail's kernels as the sources before it named them."""
     name = name.replace("kb14::tail::", "kb14::")
     match = re.match(r"void kb14::(lean_rows_kernel|split_lane_rows_kernel)<(.*)>\((.*)\)$", name)
     if not match:
@@ -54,6 +55,8 @@ def normalise(name: str) -> str:
     kernel, args = match[1], match[2].split(", ")
     if kernel == "lean_rows_kernel" and len(args) == 12:
         del args[3:5]
+    elif kernel == "lean_rows_kernel" and len(args) == 11 and args[10] == "false":
+        del args[10]
     elif kernel == "split_lane_rows_kernel" and len(args) == 7:
         del args[2]
     return f"void kb14::{kernel}<{', '.join(args)}>({match[3]})"

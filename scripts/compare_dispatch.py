@@ -22,6 +22,7 @@ import itertools
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -191,6 +192,16 @@ def records(exe: Path) -> list[str]:
     return out
 
 
+def family(record: str) -> str:
+    """A record's kernel without its template arguments but the element type (or the record kind)."""
+    if not record.startswith("L "):
+        return record.split()[0]
+    name = record.split()[1]
+    kernel = name.split("<")[0].replace("voidkb14::", "")
+    dtype = next((t for t in ("__half", "__nv_bfloat16", "double", "float") if t in name), "?")
+    return f"{kernel}<{dtype}>"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", default="39a345c", help="the commit whose kernels/ is compared (default 39a345c)")
@@ -232,6 +243,10 @@ def main() -> int:
                             shown += 1
                     if len(a) != len(b):
                         print(f"  {len(a)} lines against {len(b)}")
+                    # Every difference by kind: the kernel families (and element type) before and after.
+                    kinds = Counter((family(x), family(y)) for x, y in zip(a, b) if x != y)
+                    for (was, now), n in sorted(kinds.items()):
+                        print(f"  {n} lines: {was} -> {now}")
     return 0 if ok else 1
 
 
