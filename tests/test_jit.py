@@ -2,6 +2,7 @@
 use, keyed, shared across processes, safe under concurrency and crashes."""
 
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -74,6 +75,15 @@ def test_second_process_loads_from_the_cache_without_compiling(built_cache):
     out, err = _finish(_import_in_subprocess(built_cache))
     assert "compiling" not in err
     assert "IMPORT_SECONDS" in out
+
+
+def test_first_use_reads_each_build_step_from_ninjas_log(built_cache):
+    spec = importlib.util.spec_from_file_location("first_use", ROOT / "scripts" / "first_use.py")
+    first_use = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_use)
+    steps = first_use.ninja_steps(built_cache)
+    assert list(steps) == ["tail_cpu"] and set(steps["tail_cpu"]) == {"main.o", "link"}, steps
+    assert all(seconds >= 0 for seconds in steps["tail_cpu"].values()) and steps["tail_cpu"]["main.o"] > 0
 
 
 def test_a_build_killed_half_way_is_rebuilt(built_cache):
