@@ -58,21 +58,21 @@ step host_gaps python3 scripts/experiments/host_gaps.py --json "$out/host_gaps.j
 step hybrid_timing python3 scripts/hybrid_evidence.py --out "$out/hybrid_timing" --parts timing --table "$out/measurements_new.csv"
 step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out/measurements_new.csv"
 # The hybrid's own tests alone (about a minute), for a short call.
-step test_hybrid python3 -m pytest -q -rs tests/test_hybrid.py
+step test_hybrid python3 -m pytest -q -rs tests/test_hybrid.py --results-table "$out/measurements_new.csv"
 # The parts that rest on rows_gemm (pass counts over input kinds and sizes), apart, for a short call.
 step hybrid_kinds python3 scripts/hybrid_evidence.py --out "$out/hybrid_kinds" --parts hybrid sizes --table "$out/measurements_new.csv"
 # The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
 # than the whole (it ran past 447 s at 98ad8a4).
 MODEL_TESTS="tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"
-step gpu_suite_tail python3 -m pytest -q -rs --durations=15 tests/test_gpu.py
-step gpu_suite_models python3 -m pytest -q -rs --durations=15 $MODEL_TESTS
+step gpu_suite_tail python3 -m pytest -q -rs --durations=15 tests/test_gpu.py --results-table "$out/measurements_new.csv"
+step gpu_suite_models python3 -m pytest -q -rs --durations=15 $MODEL_TESTS --results-table "$out/measurements_new.csv"
 # The rest, in two parts that each fit a 600 s call (its checker and bench files alone took 7 min on
 # an H100 at c898c95). -v: a run cut short still names the test it was in.
 HARNESS_TESTS="tests/test_bad_input.py tests/test_batch.py tests/test_bench.py tests/test_bench_problems.py
   tests/test_check.py tests/test_strict.py tests/test_problems.py tests/test_memory.py tests/test_integer_inputs.py
   tests/test_results_table.py tests/test_vs_inductor.py"
-step gpu_suite_harness python3 -m pytest -v -rs --durations=30 $HARNESS_TESTS
-step gpu_suite_library python3 -m pytest -v -rs --durations=30 tests --ignore=tests/test_gpu.py \
+step gpu_suite_harness python3 -m pytest -v -rs --durations=30 $HARNESS_TESTS --results-table "$out/measurements_new.csv"
+step gpu_suite_library python3 -m pytest -v -rs --durations=30 --results-table "$out/measurements_new.csv" tests --ignore=tests/test_gpu.py \
   $(for t in $MODEL_TESTS $HARNESS_TESTS; do echo --ignore=$t; done)
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 # The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the

@@ -1,5 +1,7 @@
 import os
 import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,3 +24,35 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--results-table", metavar="CSV",
+                     help="append the run's outcome counts as a row of this measurements table "
+                          "(results/measurements.csv's format): the GPU suite's evidence")
+
+
+def pytest_sessionstart(session):
+    session.config.kb14_started = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    path = config.getoption("--results-table")
+    if not path:
+        return
+    from harness import results_table
+
+    stats = terminalreporter.stats
+    counts = {"passed": len([r for r in stats.get("passed", []) if r.when == "call"]),
+              "failed": len(stats.get("failed", [])), "errors": len(stats.get("error", [])),
+              "skipped": len(stats.get("skipped", []))}
+    seconds = time.monotonic() - config.kb14_started
+    where = torch.cuda.get_device_name() if HAS_GPU else f"{os.cpu_count()}-core CPU machine"
+    chosen = " ".join(os.path.relpath(a, ROOT) if os.path.exists(a) else a for a in config.args)
+    if config.getoption("ignore"):
+        chosen += " except " + " ".join(os.path.relpath(a, ROOT) for a in config.getoption("ignore"))
+    note = ", ".join(f"{n} {k}" for k, n in counts.items() if n or k != "errors") + f" ({seconds:.0f} s)"
+    results_table.append([results_table.row(
+        commit=results_table.current_commit(), gpu=where, torch=torch.__version__, shape="(the tests' own)",
+        method="pytest on the GPU" if HAS_GPU else "pytest on the CPU", implementation=chosen, note=note)],
+        Path(path))

@@ -1,8 +1,15 @@
 """The measurements table: rows keep every column, unknown columns raise, appends keep one header."""
 
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from harness import results_table
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_append_writes_one_header_and_keeps_rows(tmp_path):
@@ -25,3 +32,16 @@ def test_committed_table_has_the_columns():
     rows = results_table.read()
     assert rows and list(rows[0]) == list(results_table.COLUMNS)
     assert all(r["commit"] and r["gpu"] and r["method"] for r in rows)
+
+
+def test_a_test_run_appends_its_outcome_counts_as_a_row(tmp_path):
+    # The GPU suite's evidence: `pytest --results-table CSV` (tests/conftest.py) appends one row.
+    table = tmp_path / "table.csv"
+    chosen = "tests/test_results_table.py::test_unknown_column_raises"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", chosen,
+                           "--results-table", str(table)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with table.open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 1 and rows[0]["implementation"] == chosen, rows
+    assert rows[0]["note"].startswith("1 passed, 0 failed, 0 skipped (") and rows[0]["method"].startswith("pytest on the")
