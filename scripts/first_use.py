@@ -145,7 +145,7 @@ def table_rows(result: dict) -> list[dict]:
                                       "interval = the runs' range")
 
     rows = [table_row(name, "whole process from start", v["all"]) for name, v in result["seconds"].items()]
-    steps = result["first output's build steps, seconds, by run"]
+    steps = result.get("first output's build steps, seconds, by run", [])
     for module, outputs in (steps[0] if steps else {}).items():
         for output in outputs:
             seconds = [run[module][output] for run in steps if output in run.get(module, {})]
