@@ -14,6 +14,7 @@ HAS_GPU = torch.cuda.is_available()
 
 
 def pytest_configure(config):
+    config.kb14_started = time.monotonic()  # for --results-table's row
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped when none is present")
 
 
@@ -30,10 +31,6 @@ def pytest_addoption(parser):
     parser.addoption("--results-table", metavar="CSV",
                      help="append the run's outcome counts as a row of this measurements table "
                           "(results/measurements.csv's format): the GPU suite's evidence")
-
-
-def pytest_sessionstart(session):
-    session.config.kb14_started = time.monotonic()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -1,0 +1,41 @@
+"""The repository as a newcomer meets it: names say what a file holds, the evidence stays small,
+the README short (issue 47's layout rules, held by the suite so that they stay held)."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# A word for when work was done, not what it is; spelled in two parts so that this file passes its own check.
+WHEN_WORD = "sess" + "ion"
+STATE_SUFFIX = re.compile(r"_(found|before_fix|after_fix|fixed|again|incomplete|old|new|final|v\d+)(\.|_|$)")
+COMMIT_LIKE = re.compile(r"(?<![0-9a-zA-Z])[0-9a-f]{7,40}(?![0-9a-zA-Z])")
+
+
+def tracked_files() -> list[str]:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    return subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_no_tracked_file_speaks_of_when_it_was_written():
+    named = [p for p in tracked_files() if WHEN_WORD in p.lower()]
+    found = subprocess.run(["git", "grep", "-il", WHEN_WORD], cwd=ROOT, capture_output=True, text=True).stdout
+    assert not named and found == "", f"files naming a {WHEN_WORD}: {named + found.split()}"
+
+
+def test_no_file_is_named_after_a_state_a_commit_or_a_run():
+    for path in tracked_files():
+        name = Path(path).name
+        assert not STATE_SUFFIX.search(name), path
+        assert not any(re.search(r"\d", m) and re.search(r"[a-f]", m) for m in COMMIT_LIKE.findall(path)), path
+        assert not re.search(r"(^|[_/])run\d+", path), path
+
+
+def test_the_evidence_and_the_readme_stay_small():
+    assert len([p for p in tracked_files() if p.startswith("results/")]) <= 30
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+    assert len((ROOT / "results" / "kernel_notes.md").read_bytes()) <= 40_000
