@@ -174,8 +174,8 @@ def model_sources(model: str, dtype: str) -> Sources:
 # (file, top-level names) the exported file takes verbatim, in this order.
 PYTHON_PIECES = {
     "ModelNew": (
-        ("kernels/jit.py", ("torch_order", "release_group", "HOST_FLAGS", "NVCC_SPLIT", "nvcc_split_parts",
-                            "nvcc_flags", "process_libstdcxx", "_link_flags", "link_flags")),
+        ("kernels/jit.py", ("version_order", "torch_order", "release_group", "HOST_FLAGS", "NVCC_SPLIT",
+                            "nvcc_split_parts", "nvcc_flags", "process_libstdcxx", "_link_flags", "link_flags")),
         ("modelnew.py", ("DIVISOR", "_check_input")),
         ("kernels/ops.py", ("_setup_context", "_backward")),
     ),

@@ -177,19 +177,24 @@ def _ninja_version() -> str:
         return "system"
 
 
-def torch_order() -> int:
-    """The torch release as major * 100 + minor: the CUDA reduction order to reproduce."""
-    major, minor = (int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+def version_order(torch_version: str) -> int:
+    """A torch version string like "2.11.0+cu130" as major * 100 + minor (211)."""
+    major, minor = (int(v) for v in torch_version.split("+")[0].split(".")[:2])
     return major * 100 + minor
+
+
+def torch_order() -> int:
+    """The installed torch as major * 100 + minor: the CUDA reduction order to reproduce."""
+    return version_order(torch.__version__)
 
 
 def release_group(torch_version: str) -> str:
     """The release group whose CUDA order the tail reproduces ("2.4-2.9" or "2.10+") for a torch
     version string like "2.11.0+cu130"."""
-    major, minor = (int(p) for p in torch_version.split("+")[0].split(".")[:2])
-    if (major, minor) < (2, 4):
+    order = version_order(torch_version)
+    if order < 204:
         raise ValueError(f"torch {torch_version}: the library covers releases 2.4 and later")
-    return "2.4-2.9" if (major, minor) < (2, 10) else "2.10+"
+    return "2.4-2.9" if order < 210 else "2.10+"
 
 
 # Host-compiler flags of every module. fp-contract off: a fused multiply-add would round

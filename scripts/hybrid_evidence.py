@@ -38,11 +38,14 @@ def say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def models(batch=1024, inp=8192, hidden=8192):
-    """The reference and the three candidates, built as KernelBench builds them (seed 42 each)."""
+def models(batch=1024, inp=8192, hidden=8192, only=None):
+    """The reference and the three candidates (or those named in `only`), built as KernelBench builds
+    them (seed 42 each)."""
     out = {}
     for name, cls in (("reference", reference.Model), ("ModelNew", modelnew.ModelNew),
                       ("ModelNewHybrid", modelnew.ModelNewHybrid), ("ModelNewColsum", modelnew.ModelNewColsum)):
+        if only and name not in only:
+            continue
         torch.manual_seed(42)
         out[name] = cls(inp, hidden, SCALE).to(DEV)
     return out

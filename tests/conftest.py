@@ -39,10 +39,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     from harness import results_table
 
-    stats = terminalreporter.stats
-    counts = {"passed": len([r for r in stats.get("passed", []) if r.when == "call"]),
-              "failed": len(stats.get("failed", [])), "errors": len(stats.get("error", [])),
-              "skipped": len(stats.get("skipped", []))}
+    counts = {name: len(terminalreporter.stats.get(key, []))
+              for name, key in (("passed", "passed"), ("failed", "failed"), ("errors", "error"), ("skipped", "skipped"))}
     seconds = time.monotonic() - config.kb14_started
     where = torch.cuda.get_device_name() if HAS_GPU else f"{os.cpu_count()}-core CPU machine"
     chosen = " ".join(os.path.relpath(a, ROOT) if os.path.exists(a) else a for a in config.args)

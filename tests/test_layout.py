@@ -15,27 +15,28 @@ STATE_SUFFIX = re.compile(r"_(found|before_fix|after_fix|fixed|again|incomplete|
 COMMIT_LIKE = re.compile(r"(?<![0-9a-zA-Z])[0-9a-f]{7,40}(?![0-9a-zA-Z])")
 
 
+@pytest.fixture(scope="module")
 def tracked_files() -> list[str]:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     return subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
 
 
-def test_no_tracked_file_speaks_of_when_it_was_written():
-    named = [p for p in tracked_files() if WHEN_WORD in p.lower()]
+def test_no_tracked_file_speaks_of_when_it_was_written(tracked_files):
+    named = [p for p in tracked_files if WHEN_WORD in p.lower()]
     found = subprocess.run(["git", "grep", "-il", WHEN_WORD], cwd=ROOT, capture_output=True, text=True).stdout
     assert not named and found == "", f"files naming a {WHEN_WORD}: {named + found.split()}"
 
 
-def test_no_file_is_named_after_a_state_a_commit_or_a_run():
-    for path in tracked_files():
+def test_no_file_is_named_after_a_state_a_commit_or_a_run(tracked_files):
+    for path in tracked_files:
         name = Path(path).name
         assert not STATE_SUFFIX.search(name), path
         assert not any(re.search(r"\d", m) and re.search(r"[a-f]", m) for m in COMMIT_LIKE.findall(path)), path
         assert not re.search(r"(^|[_/])run\d+", path), path
 
 
-def test_the_evidence_and_the_readme_stay_small():
-    assert len([p for p in tracked_files() if p.startswith("results/")]) <= 30
+def test_the_evidence_and_the_readme_stay_small(tracked_files):
+    assert len([p for p in tracked_files if p.startswith("results/")]) <= 30
     assert len((ROOT / "README.md").read_text().splitlines()) <= 200
     assert len((ROOT / "results" / "kernel_notes.md").read_bytes()) <= 40_000

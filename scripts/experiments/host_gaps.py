@@ -57,8 +57,7 @@ def main() -> int:
     args = p.parse_args()
 
     batch, inp, hidden = 1024, 8192, 8192
-    models = hybrid_evidence.models(batch, inp, hidden)
-    models = {name: m for name, m in models.items() if not args.models or name in args.models}
+    models = hybrid_evidence.models(batch, inp, hidden, only=args.models)
     x = hybrid_evidence.inputs("rand", batch, inp, hybrid_evidence.TIMING_SEED)
     backend = make_backend(torch.device("cuda"))
     lead = spin_cycles(args.lead_us)
