@@ -14,6 +14,7 @@
 // these two functions and their C++ autograd (no dispatcher or autograd headers here).
 
 #include "colsum.h"
+#include "colsum_device.cuh"
 #include "cuda_common.cuh"
 
 #include <ATen/ops/empty.h>

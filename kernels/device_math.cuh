@@ -82,18 +82,11 @@ __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// One 16- or 8-byte vector from global to shared memory, not through registers (cp.async; `policy` for
-// L2). Complete after the thread's wait_for_own_copies(). (The build needs sm_80+: kernels/jit.py.)
-template <typename W>
-__device__ __forceinline__ void copy_to_shared_async(W* dst, const W* src, uint64_t policy) {
-  static_assert(sizeof(W) == 16 || sizeof(W) == 8, "cp.async copies 16 or 8 bytes here");
-  if constexpr (sizeof(W) == 16) {
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
-                 "l"(policy) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2;" ::"r"(shared_address(dst)), "l"(src),
-                 "l"(policy) : "memory");
-  }
+// One 16-byte vector from global to shared memory, not through registers (cp.async; `policy` for L2).
+// Complete after the thread's wait_for_own_copies(). (The build needs sm_80+: kernels/jit.py.)
+__device__ __forceinline__ void copy_to_shared_async(uint4* dst, const uint4* src, uint64_t policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
+               "l"(policy) : "memory");
 }
 __device__ __forceinline__ void wait_for_own_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
@@ -124,13 +117,13 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
         ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy) : "memory");
 }
 
-// Waits until `bar` completes its phase of parity `parity` (0: its first; a reused ring stage alternates).
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0) {
+// Waits until `bar` completes its first phase.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
   if constexpr (kArch >= 900) {
     const uint32_t address = shared_address(bar);
     for (uint32_t done = 0; !done;)
       asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                   : "=r"(done) : "r"(address), "r"(parity) : "memory");
+                   : "=r"(done) : "r"(address), "r"(0u) : "memory");
   }
 }
 

@@ -97,7 +97,7 @@ MODULES = {
                          ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h"), False, 18),
     "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
                           ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_shape.h", "device_math.cuh",
-                           "cuda_common.cuh"), False, 25),
+                           "colsum_device.cuh", "cuda_common.cuh"), False, 25),
     "hybrid_cuda": Module("cuda", "the hybrid model's CUDA kernels and ops", ("hybrid_cuda.cpp",), ("hybrid.cu",),
                           ("error_message.h", "div_sum_scale.h", "device_shape.h", "device_math.cuh", "cuda_common.cuh",
                            "fused_reduce_order.h", "fused_reduce_dispatch.h", "fused_reduce_general.cuh",

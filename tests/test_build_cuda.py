@@ -1,6 +1,6 @@
 """Compile the CUDA modules' sources for sm_90 with nvcc (no GPU needed) and fail on
 register spills reported by ptxas; the CUDA op's launcher compiles without torch
-headers; the host units of the CUDA modules compile. Skips when nvcc is not installed."""
+headers; the host units of the CUDA modules and the torch-free experiments compile. Skips when nvcc is not installed."""
 
 import re
 import shutil
@@ -16,6 +16,8 @@ NVCC = shutil.which("nvcc")
 
 
 CUDA_MODULES = [name for name, m in jit.MODULES.items() if m.device == "cuda"]
+# scripts/experiments' CUDA sources built by nvcc alone (the others load torch's headers, 20-40 s each here).
+TORCH_FREE_EXPERIMENTS = ["l2_kept_word.cu", "matvec_variants.cu", "pdl_wait_probe.cu", "read_floor.cu"]
 
 
 def _torch_compile_flags(tmp_path):
@@ -44,6 +46,13 @@ def _commands(out):
         commands[f"launcher{arch}"] = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o",
                                        str(out / f"l{arch}.o"), "-std=c++17", "-Xptxas=-v", *jit.nvcc_flags(arch),
                                        f"-I{jit.SOURCE_DIR}"]
+    # The experiments' torch-free CUDA sources include the library's headers: they must still compile (to
+    # PTX only: ptxas adds time and nothing these builds check).
+    for source in TORCH_FREE_EXPERIMENTS:
+        commands[f"experiment {source}"] = [NVCC, "-c", str(jit.SOURCE_DIR.parent / "scripts" / "experiments" / source),
+                                            "-o", str(out / f"{source}.o"), "-std=c++17",
+                                            "-gencode=arch=compute_90,code=compute_90", "-DKB14_TORCH_VERSION=211",
+                                            f"-I{jit.SOURCE_DIR}"]
     # The host compiler's unit of each CUDA module (the ops, their registration, the C++ autograd); nvcc
     # drives the host compiler so that the CUDA headers are found.
     for module in CUDA_MODULES:
@@ -113,6 +122,11 @@ def test_cuda_launcher_builds_without_torch_headers(builds, arch):
     # split_lane_rows_kernel: float 32, 48, 64 loads and staged, 16-bit 8 and 16, each aligned or shifted
     # (16-bit: with either multiply); the general kernels: 3 of each dtype.
     assert len(kernels) - len(lean) == 8 + 16 + 12, sorted(kernels - lean)
+
+
+@pytest.mark.parametrize("source", TORCH_FREE_EXPERIMENTS)
+def test_torch_free_experiments_compile(builds, source):
+    _built(builds, f"experiment {source}")
 
 
 @pytest.mark.parametrize("module", CUDA_MODULES)

@@ -4,6 +4,7 @@
 // the library, torch.mv and Inductor in one process. fp32 x, fp64 column sums.
 //   nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -Ikernels -o matvec_variants.so scripts/experiments/matvec_variants.cu
 #include "../bulk_copy.cuh"
+#include "colsum_device.cuh"
 
 #include <algorithm>
 #include <cstdint>
