@@ -3,7 +3,7 @@
 #   KB14_COMMIT=$(git rev-parse --short HEAD) bash scripts/gpu_evidence.sh OUT_DIR [seconds]
 # Each step writes into OUT_DIR and the folder is packed into OUT_DIR.tgz after each step, so
 # that a run cut short still returns what it finished. Steps past the time budget are skipped;
-# STEPS="name name ..." runs only the steps named.
+# STEPS="name name ..." runs only the steps named, in that order (a name no step has is an error).
 set -u
 main() {
 out=${1:?usage: gpu_evidence.sh OUT_DIR [seconds]}
@@ -14,10 +14,12 @@ export PYTHONUNBUFFERED=1
 pack() { tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"; }
 step() {  # step NAME command...: runs it unless the budget is spent, logs to OUT_DIR/NAME.log
   local name=$1; shift
-  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return; fi
+  if [ -n "$only" ] && [ "$name" != "$only" ]; then return; fi
+  found=1
   if (( $(date +%s) - start > budget )); then echo "skipped $name (budget)" | tee -a "$out/skipped.txt"; return; fi
   echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
 }
+steps() {  # every step, in the default order; `only`: run just that one
 step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
 # GEMM_TILES="variant ..." times only those (a short call); the default is every candidate.
 step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants ${GEMM_TILES:-library-192x64x16-12x4 library-128x128x16-8x8 \
@@ -120,6 +122,12 @@ step relu_bench python3 bench.py --reference tests/problems/kernelbench/19_ReLU.
   --model tests/problems/kernelbench/19_ReLU_clamp.py:ModelNew --no-compile --json "$out/relu_bench.json"
 step side_stream_bench python3 bench.py --reference tests/problems/softmax.py:Model --model tests/cheats/side_stream.py:ModelNew \
   --set batch_size=4096 --set dim=4096 --no-compile --json "$out/side_stream_bench.json"
+}
+if [ -z "${STEPS:-}" ]; then only=""; steps; fi
+for only in ${STEPS:-}; do
+  found=0; steps
+  if [ "$found" = 0 ]; then echo "gpu_evidence.sh: no step named '$only'" >&2; pack; return 2; fi
+done
 pack
 }
 main "$@"

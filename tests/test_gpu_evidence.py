@@ -1,0 +1,49 @@
+"""scripts/gpu_evidence.sh's step selection, with the GPU programs replaced by stubs that log
+their arguments (no GPU needed): STEPS runs the steps named, in the order named."""
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_evidence.sh"
+
+
+@pytest.fixture
+def stub_path(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("python3", "compute-sanitizer", "ncu"):
+        stub = bin_dir / program
+        stub.write_text(f'#!/bin/sh\necho "{program} $*" >> "{tmp_path}/calls.txt"\n')
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    return tmp_path, f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+
+
+def _run(tmp_path, path, steps):
+    env = {**os.environ, "PATH": path, "STEPS": steps}
+    return subprocess.run(["bash", str(SCRIPT), str(tmp_path / "out"), "600"], env=env, capture_output=True,
+                          text=True, cwd=SCRIPT.parents[1], timeout=60)
+
+
+def test_steps_run_in_the_order_named(stub_path):
+    tmp_path, path = stub_path
+    result = _run(tmp_path, path, "first_use sanitize build")
+    assert result.returncode == 0, result.stderr
+    started = [line[3:] for line in result.stdout.splitlines() if line.startswith("== ")]
+    assert started == ["first_use", "sanitize", "build"]
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert calls[0].startswith("python3 scripts/first_use.py --device cuda")
+    assert calls[1].startswith("compute-sanitizer --tool memcheck")
+    assert calls[-1].startswith("python3 -c from kernels import jit")
+    assert (tmp_path / "out.tgz").exists()
+
+
+def test_a_step_name_no_step_has_is_an_error(stub_path):
+    tmp_path, path = stub_path
+    result = _run(tmp_path, path, "build sanitise")
+    assert result.returncode == 2
+    assert "no step named 'sanitise'" in result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("== ")] == ["== build"]
