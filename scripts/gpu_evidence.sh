@@ -79,15 +79,20 @@ step gpu_suite_library python3 -m pytest -v -rs --durations=30 --results-table "
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 # The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the
 # order over seven GPU sizes, the sanitizers, the plain launch behind the GEMM, the first output.
-tail_vs_base() {
+base_copy() {
   # TAIL_BASE: 39a345c's kernels/ and scripts/ already unpacked (a copy without git history)
   if [ -n "${TAIL_BASE:-}" ]; then rm -rf /tmp/base && cp -r "$TAIL_BASE" /tmp/base; else
     rm -rf /tmp/base && mkdir -p /tmp/base && git archive 39a345c kernels scripts | tar -x -C /tmp/base || {
       echo "39a345c is not in this copy's git history: set TAIL_BASE to its kernels/ and scripts/"; return 1; }; fi
-  python3 scripts/tail_variants.py --out "$out/tail_vs_base" --baseline /tmp/base --variants library &&
-    python3 scripts/tail_variants.py --out "$out/tail_vs_base_interleaved" --baseline /tmp/base --variants library --interleaved 400
+}
+# The sequential comparison took about 300 s on the H200 at 22d251f: one call for each.
+tail_vs_base() { base_copy && python3 scripts/tail_variants.py --out "$out/tail_vs_base" --baseline /tmp/base --variants library; }
+tail_vs_base_interleaved() {
+  base_copy && python3 scripts/tail_variants.py --out "$out/tail_vs_base_interleaved" --baseline /tmp/base \
+    --variants library --interleaved 400
 }
 step tail_vs_base tail_vs_base
+step tail_vs_base_interleaved tail_vs_base_interleaved
 step vs_inductor python3 scripts/vs_inductor.py --out "$out/vs_inductor"
 step after_producer bash -c "python3 scripts/experiments/after_producer.py $out/after_producer --producer-k 1024 && \
   python3 scripts/experiments/after_producer.py $out/after_producer_8192 --producer-k 8192"
