@@ -85,7 +85,7 @@ base_copy() {
     rm -rf /tmp/base && mkdir -p /tmp/base && git archive 39a345c kernels scripts | tar -x -C /tmp/base || {
       echo "39a345c is not in this copy's git history: set TAIL_BASE to its kernels/ and scripts/"; return 1; }; fi
 }
-# The sequential comparison took about 300 s on the H200 at 22d251f: one call for each.
+# Two steps: each needs most of a 600 s device call.
 tail_vs_base() { base_copy && python3 scripts/tail_variants.py --out "$out/tail_vs_base" --baseline /tmp/base --variants library; }
 tail_vs_base_interleaved() {
   base_copy && python3 scripts/tail_variants.py --out "$out/tail_vs_base_interleaved" --baseline /tmp/base \
