@@ -18,7 +18,14 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped when none is present")
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(config, items):
+    # test_build_cuda's nvcc builds, minutes of a core, start now and run behind the other tests; its checks go last.
+    is_nvcc_check = [getattr(item, "module", None) is not None and item.module.__name__.endswith("test_build_cuda")
+                     for item in items]
+    if any(is_nvcc_check):
+        items[is_nvcc_check.index(True)].module.start_builds()
+        items[:] = [i for i, n in zip(items, is_nvcc_check) if not n] + [i for i, n in zip(items, is_nvcc_check) if n]
     if HAS_GPU:
         return  # never skip GPU tests where a GPU is present
     skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
