@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 SOURCE = r"""
@@ -156,10 +157,14 @@ def probe(build_dir: Path, args) -> int:
                          f"readelf -d {library} | grep NEEDED; c++ -dumpspecs | grep -A1 -i 'static-libstdc' | head -4"],
                         capture_output=True, text=True).stdout
     facts["library_carries"] = nm.strip().splitlines()
-    results = {}
-    for case in CASES:
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(library), case], capture_output=True, text=True,
+    def call(case):  # in a process of its own: a crash is counted, and no case sees another's state
+        return subprocess.run([sys.executable, "-c", CHILD, str(library), case], capture_output=True, text=True,
                               timeout=120)
+
+    results = {}
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        procs = list(pool.map(call, CASES))
+    for case, proc in zip(CASES, procs):
         lines = (proc.stdout + proc.stderr).strip().splitlines()
         outcome = "crashed" if proc.returncode < 0 else (lines[0] if lines and lines[0].startswith(("RAISED", "RETURNED")) else "other")
         marker = next((i for i, line in enumerate(lines) if "[probe]" in line), len(lines))
