@@ -18,13 +18,23 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped when none is present")
 
 
+_nvcc_checks = None  # test_build_cuda, once its builds have started
+
+
+def pytest_unconfigure(config):
+    if _nvcc_checks is not None:
+        _nvcc_checks.cancel_builds()
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(config, items):
     # test_build_cuda's nvcc builds, minutes of a core, start now and run behind the other tests; its checks go last.
     is_nvcc_check = [getattr(item, "module", None) is not None and item.module.__name__.endswith("test_build_cuda")
-                     for item in items]
-    if any(is_nvcc_check):
-        items[is_nvcc_check.index(True)].module.start_builds()
+                     and "builds" in item.fixturenames for item in items]
+    if any(is_nvcc_check) and not config.option.collectonly:
+        global _nvcc_checks
+        _nvcc_checks = items[is_nvcc_check.index(True)].module
+        _nvcc_checks.start_builds()
         items[:] = [i for i, n in zip(items, is_nvcc_check) if not n] + [i for i, n in zip(items, is_nvcc_check) if n]
     if HAS_GPU:
         return  # never skip GPU tests where a GPU is present

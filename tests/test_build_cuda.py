@@ -66,6 +66,7 @@ def _commands(out):
 
 
 _started = {}  # build name -> Future, once start_builds() has run
+_running = set()  # the nvcc processes under way
 
 
 def start_builds():
@@ -78,13 +79,24 @@ def start_builds():
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
 
     def run(cmd):
-        result = subprocess.run(nice + cmd, capture_output=True, text=True, timeout=900)
-        return result.returncode, result.stdout + result.stderr
+        with subprocess.Popen(nice + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+            _running.add(proc)
+            report = proc.communicate(timeout=900)[0]
+            _running.discard(proc)
+            return proc.returncode, report
 
     pool = ThreadPoolExecutor(2)
     _started.update({name: pool.submit(run, cmd) for name, cmd in _commands(out).items()})
     pool.shutdown(wait=False)
     return _started
+
+
+def cancel_builds():
+    """Drop the builds not yet done, so that a run ending early (-x, Ctrl-C) does not wait for them."""
+    for future in _started.values():
+        future.cancel()
+    for proc in list(_running):
+        proc.kill()
 
 
 @pytest.fixture(scope="module")
