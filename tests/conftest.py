@@ -18,30 +18,24 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped when none is present")
 
 
-_background = []  # the test modules whose slow setup has started behind the other tests
+_nvcc_checks = None  # test_build_cuda, once its builds have started
 
 
 def pytest_unconfigure(config):
-    for module in _background:
-        module.stop_background()  # a run that ends early (-x, Ctrl-C) does not wait for it
+    if _nvcc_checks is not None:
+        _nvcc_checks.cancel_builds()
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(config, items):
-    # A module with start_in_background (test_build_cuda's nvcc builds, test_jit's first-use builds: minutes of
-    # a core, in processes of their own) starts what its selected tests need now, niced, so that it runs
-    # behind the tests before it; its tests go last.
-    wanted = {}
-    for item in items:
-        module = getattr(item, "module", None)
-        if hasattr(module, "start_in_background"):
-            wanted.setdefault(module, set()).update(item.fixturenames)
-    if wanted and not config.option.collectonly:
-        for module, fixtures in wanted.items():
-            if module.start_in_background(fixtures):
-                _background.append(module)
-        last = [item for item in items if getattr(item, "module", None) in _background]
-        items[:] = [item for item in items if getattr(item, "module", None) not in _background] + last
+    # test_build_cuda's nvcc builds, minutes of a core, start now and run behind the other tests; its checks go last.
+    is_nvcc_check = [getattr(item, "module", None) is not None and item.module.__name__.endswith("test_build_cuda")
+                     and "builds" in item.fixturenames for item in items]
+    if any(is_nvcc_check) and not config.option.collectonly:
+        global _nvcc_checks
+        _nvcc_checks = items[is_nvcc_check.index(True)].module
+        _nvcc_checks.start_builds()
+        items[:] = [i for i, n in zip(items, is_nvcc_check) if not n] + [i for i, n in zip(items, is_nvcc_check) if n]
     if HAS_GPU:
         return  # never skip GPU tests where a GPU is present
     skip = pytest.mark.skip(reason="no CUDA GPU on this machine")

@@ -65,17 +65,15 @@ def _commands(out):
     return commands
 
 
-_started = {}  # build name -> Future, once started
+_started = {}  # build name -> Future, once start_builds() has run
 _running = set()  # the nvcc processes under way
 
 
-def start_in_background(fixtures) -> bool:
-    """Start every build if a selected test needs them (conftest calls this at collection, so that the
-    builds, niced, two at a time, use what the other tests leave of the cores); whether any started."""
-    if NVCC is None or "builds" not in fixtures:
-        return False
-    if _started:
-        return True
+def start_builds():
+    """Start every build and return at once; conftest calls this at collection, so that the builds
+    (niced, two at a time) use what the other tests leave of the cores, and runs this file's checks last."""
+    if NVCC is None or _started:
+        return _started
     out = Path(tempfile.mkdtemp(prefix="kb14nvcc_"))
     atexit.register(shutil.rmtree, out, True)
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
@@ -90,11 +88,11 @@ def start_in_background(fixtures) -> bool:
     pool = ThreadPoolExecutor(2)
     _started.update({name: pool.submit(run, cmd) for name, cmd in _commands(out).items()})
     pool.shutdown(wait=False)
-    return True
+    return _started
 
 
-def stop_background():
-    """Drop the builds not yet done."""
+def cancel_builds():
+    """Drop the builds not yet done, so that a run ending early (-x, Ctrl-C) does not wait for them."""
     for future in _started.values():
         future.cancel()
     for proc in list(_running):
@@ -106,8 +104,7 @@ def builds():
     """{name: (return code, nvcc's and ptxas's output)} of every build."""
     if NVCC is None:
         pytest.skip("nvcc not installed")
-    start_in_background({"builds"})
-    return {name: future.result() for name, future in _started.items()}
+    return {name: future.result() for name, future in start_builds().items()}
 
 
 def _built(builds, name: str) -> str:

@@ -1,7 +1,6 @@
 """The cached JIT builds: nothing at import, one module per op group and device on first
 use, keyed, shared across processes, safe under concurrency and crashes."""
 
-import atexit
 import dataclasses
 import importlib.util
 import json
@@ -9,8 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,12 +20,11 @@ IMPORT = "import time; t = time.perf_counter(); import kernels; print(f'IMPORT_S
 FIRST_CALL = IMPORT + "; import torch; kernels.div_sum_scale(torch.ones(3, 300), 2, 1.5)"
 
 
-def _import_in_subprocess(cache_dir=None, code=FIRST_CALL, nice=False, **extra_env):
+def _import_in_subprocess(cache_dir=None, code=FIRST_CALL, **extra_env):
     env = dict(os.environ, PYTHONPATH=str(ROOT), **extra_env)
     if cache_dir is not None:
         env["KB14_CACHE_DIR"] = str(cache_dir)
-    niced = ["nice", "-n", "10"] if nice and shutil.which("nice") else []
-    return subprocess.Popen([*niced, sys.executable, "-c", code], env=env, cwd=ROOT, text=True,
+    return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -38,44 +34,13 @@ def _finish(proc, timeout=300):
     return out, err
 
 
-BUILD_ALL = "from kernels import jit; import json; print('BUILT', json.dumps({k: str(v) for k, v in jit.build_all().items()}))"
-# The module fixtures' builds, each one process with a cache of its own: fixture -> (code, seconds allowed).
-BACKGROUND = {"built_cache": (FIRST_CALL, 300), "built_all": (BUILD_ALL, 900)}
-_started = {}  # fixture -> (its cache, Future of the process's (stdout, stderr))
-_running = set()
-
-
-def start_in_background(fixtures) -> bool:
-    """Start the builds of the module fixtures that the selected tests use (conftest calls this at
-    collection, so that they run niced behind the tests before this file); whether any started."""
-    pool = ThreadPoolExecutor(len(BACKGROUND))  # each thread reads one process's output
-    for name in set(BACKGROUND) & set(fixtures) - set(_started):
-        cache = Path(tempfile.mkdtemp(prefix="kb14jit_"))
-        atexit.register(shutil.rmtree, cache, True)
-        code, timeout = BACKGROUND[name]
-        proc = _import_in_subprocess(cache, code=code, nice=True)
-        _running.add(proc)
-        _started[name] = cache, pool.submit(_finish, proc, timeout)
-    pool.shutdown(wait=False)
-    return bool(_started)
-
-
-def stop_background():
-    for proc in _running:
-        proc.kill()
-
-
-def _background_result(name):
-    start_in_background({name})
-    cache, done = _started[name]
-    return cache, done.result()
-
-
 @pytest.fixture(scope="module")
-def built_cache():
+def built_cache(tmp_path_factory):
     """A cache holding the CPU tail's module, built by one first-use process (so tests that
     need a built cache do not depend on another test having run first in this worker)."""
-    return _background_result("built_cache")[0]
+    cache = tmp_path_factory.mktemp("kb14cache")
+    _finish(_import_in_subprocess(cache))
+    return cache
 
 
 @pytest.fixture
@@ -273,8 +238,10 @@ def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def built_all():
-    out, err = _background_result("built_all")[1]
+def built_all(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("kb14all")
+    code = "from kernels import jit; import json; print('BUILT', json.dumps({k: str(v) for k, v in jit.build_all().items()}))"
+    out, err = _finish(_import_in_subprocess(cache, code=code), timeout=900)
     return json.loads(out.split("BUILT", 1)[1]), err
 
 
