@@ -70,8 +70,8 @@ _running = set()  # the nvcc processes under way
 
 
 def start_builds():
-    """Start every build and return at once; conftest calls this at collection, so that the builds
-    (niced, two at a time) use what the other tests leave of the cores, and runs this file's checks last."""
+    """Start every build and return at once. conftest calls this at collection, so that the builds (niced,
+    two at a time) use what the other tests leave of the cores, and runs this file's checks last."""
     if NVCC is None or _started:
         return _started
     out = Path(tempfile.mkdtemp(prefix="kb14nvcc_"))
@@ -81,8 +81,13 @@ def start_builds():
     def run(cmd):
         with subprocess.Popen(nice + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
             _running.add(proc)
-            report = proc.communicate(timeout=900)[0]
-            _running.discard(proc)
+            try:
+                report = proc.communicate(timeout=900)[0]
+            except subprocess.TimeoutExpired:
+                proc.kill()  # as subprocess.run does, or leaving the `with` waits for it
+                raise
+            finally:
+                _running.discard(proc)
             return proc.returncode, report
 
     pool = ThreadPoolExecutor(2)
