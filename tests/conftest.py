@@ -26,16 +26,19 @@ def pytest_unconfigure(config):
         _nvcc_checks.cancel_builds()
 
 
+def _needs_nvcc_builds(item) -> bool:
+    return hasattr(getattr(item, "module", None), "start_builds") and "builds" in item.fixturenames
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(config, items):
     # test_build_cuda's nvcc builds, minutes of a core, start now and run behind the other tests; its checks go last.
-    is_nvcc_check = [getattr(item, "module", None) is not None and item.module.__name__.endswith("test_build_cuda")
-                     and "builds" in item.fixturenames for item in items]
-    if any(is_nvcc_check) and not config.option.collectonly:
+    first = next((item for item in items if _needs_nvcc_builds(item)), None)
+    if first is not None and not config.option.collectonly:
         global _nvcc_checks
-        _nvcc_checks = items[is_nvcc_check.index(True)].module
+        _nvcc_checks = first.module
         _nvcc_checks.start_builds()
-        items[:] = [i for i, n in zip(items, is_nvcc_check) if not n] + [i for i, n in zip(items, is_nvcc_check) if n]
+        items.sort(key=_needs_nvcc_builds)  # stable: the other tests keep their order
     if HAS_GPU:
         return  # never skip GPU tests where a GPU is present
     skip = pytest.mark.skip(reason="no CUDA GPU on this machine")

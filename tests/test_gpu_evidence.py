@@ -19,7 +19,7 @@ def stub_path(tmp_path):
         stub = bin_dir / program
         stub.write_text(f'#!/bin/sh\necho "{program} $*" >> "{tmp_path}/calls.txt"\n')
         stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
-    return tmp_path, f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
 
 
 def _run(tmp_path, path, steps):
@@ -28,9 +28,8 @@ def _run(tmp_path, path, steps):
                           text=True, cwd=SCRIPT.parents[1], timeout=60)
 
 
-def test_steps_run_in_the_order_named(stub_path):
-    tmp_path, path = stub_path
-    result = _run(tmp_path, path, "first_use sanitize build")
+def test_steps_run_in_the_order_named(tmp_path, stub_path):
+    result = _run(tmp_path, stub_path, "first_use sanitize build")
     assert result.returncode == 0, result.stderr
     started = [line[3:] for line in result.stdout.splitlines() if line.startswith("== ")]
     assert started == ["first_use", "sanitize", "build"]
@@ -41,9 +40,8 @@ def test_steps_run_in_the_order_named(stub_path):
     assert (tmp_path / "out.tgz").exists()
 
 
-def test_a_step_name_no_step_has_is_an_error(stub_path):
-    tmp_path, path = stub_path
-    result = _run(tmp_path, path, "build sanitise")
+def test_a_step_name_no_step_has_is_an_error(tmp_path, stub_path):
+    result = _run(tmp_path, stub_path, "build sanitise")
     assert result.returncode == 2
     assert "no step named 'sanitise'" in result.stderr
     assert [line for line in result.stdout.splitlines() if line.startswith("== ")] == ["== build"]

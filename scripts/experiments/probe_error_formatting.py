@@ -157,6 +157,7 @@ def probe(build_dir: Path, args) -> int:
                          f"readelf -d {library} | grep NEEDED; c++ -dumpspecs | grep -A1 -i 'static-libstdc' | head -4"],
                         capture_output=True, text=True).stdout
     facts["library_carries"] = nm.strip().splitlines()
+
     def call(case):  # in a process of its own: a crash is counted, and no case sees another's state
         return subprocess.run([sys.executable, "-c", CHILD, str(library), case], capture_output=True, text=True,
                               timeout=120)
