@@ -3,8 +3,8 @@
 Nothing is compiled at import. The first call of an op on a device builds (or loads
 from the cache) the module that holds that op's kernels for that device:
 
-    tail_cpu      div_sum_scale on CPU tensors: tail_cpu.cpp, no torch headers
-                  (loaded with ctypes; the op's glue is Python, kernels/tail_cpu.py)
+    tail_cpu      div_sum_scale on CPU tensors: tail_cpu.cpp and tail_cpu_16bit.cpp, no
+                  torch headers (loaded with ctypes; the op's glue is Python, kernels/tail_cpu.py)
     tail_cuda     div_sum_scale on CUDA tensors: fused_reduce.cu (the launcher, no
                   torch headers) and fused_reduce_cuda.cpp (the op)
     tail_cuda_autograd
@@ -15,8 +15,8 @@ from the cache) the module that holds that op's kernels for that device:
     hybrid_cuda   hybrid_rows, rows_gemm and gemm_order_probe (CUDA only): hybrid.cu and
                   hybrid_cuda.cpp
 
-Each module is compiled with `torch.utils.cpp_extension.load_inline` (one host
-translation unit and, for CUDA, one nvcc unit, which ninja compiles in parallel):
+Each module is compiled with `torch.utils.cpp_extension.load` (each source its own
+translation unit, host compiler or nvcc, which ninja compiles in parallel):
 
 * a build is keyed on everything that changes the binary: the module's sources and
   the headers they include, the compiler flags, the torch / CUDA / Python versions,
@@ -51,7 +51,6 @@ import contextlib
 import fcntl
 import hashlib
 import importlib.metadata
-import inspect
 import json
 import os
 import platform
@@ -75,8 +74,8 @@ class Module:
 
     device: str  # "cpu" or "cuda"
     what: str  # for the progress line
-    cpp: tuple[str, ...]  # host-compiler sources (one translation unit)
-    cuda: tuple[str, ...]  # nvcc sources (one translation unit)
+    cpp: tuple[str, ...]  # host-compiler sources (a translation unit each)
+    cuda: tuple[str, ...]  # nvcc sources (a translation unit each)
     headers: tuple[str, ...]  # what they include from this folder: they key the build
     torch_free: bool  # compiled without torch headers in its host unit (fast)
     default_seconds: float  # rough build time on the 2-core development machine
@@ -84,7 +83,8 @@ class Module:
 
 
 MODULES = {
-    "tail_cpu": Module("cpu", "div_sum_scale's CPU kernel", ("tail_cpu.cpp",), (), (), True, 5),
+    "tail_cpu": Module("cpu", "div_sum_scale's CPU kernels", ("tail_cpu.cpp", "tail_cpu_16bit.cpp"), (),
+                       ("tail_cpu.h",), True, 5),
     "tail_cuda": Module("cuda", "div_sum_scale's CUDA kernels and op", ("fused_reduce_cuda.cpp",),
                         ("fused_reduce.cu",),
                         ("error_message.h", "div_sum_scale.h", "fused_reduce_launch.h", "device_shape.h",
@@ -337,23 +337,16 @@ def _compile(spec: JitSpec, name: str, build_dir: Path, background: bool = False
     build_dir.mkdir(parents=True)
     from torch.utils import cpp_extension  # not at import: it costs 0.1-0.2 s
 
-    # load_inline joins the sources of each kind into one translation unit; the headers
-    # are listed in the module only so that they key the build (the sources include them).
+    # The headers are listed in the module only so that they key the build (the sources include them).
     module = spec.module
-    cpp = [(SOURCE_DIR / n).read_text() for n in module.cpp]
-    cuda = [(SOURCE_DIR / n).read_text() for n in module.cuda] or None
-    options = {}
-    if "no_implicit_headers" in inspect.signature(cpp_extension.load_inline).parameters:
-        options["no_implicit_headers"] = True  # skip <torch/extension.h>: pybind11 is not used
     where = f"for sm_{_cuda_arch()} " if module.cuda else ""
     how = " in the background" if background else ""
     _say(f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) {where}into {build_dir}{how}: "
          f"first use only, {_estimate(spec)} ...")
     start = time.perf_counter()
-    cpp_extension.load_inline(
+    cpp_extension.load(
         name=name,
-        cpp_sources=cpp,
-        cuda_sources=cuda,
+        sources=[str(SOURCE_DIR / n) for n in module.cpp + module.cuda],
         extra_cflags=list(spec.cflags),
         extra_cuda_cflags=list(spec.cuda_cflags),
         extra_ldflags=list(spec.ldflags),
@@ -361,7 +354,6 @@ def _compile(spec: JitSpec, name: str, build_dir: Path, background: bool = False
         build_directory=str(build_dir),
         verbose=verbose(),
         is_python_module=False,
-        **options,
     )
     seconds = time.perf_counter() - start
     _say(f"built {spec.name} in {seconds:.1f} s")

@@ -1,11 +1,12 @@
 """kb14::div_sum_scale on CPU tensors: checks, layout test and composite in Python, the
-kernel in C++ without torch headers (tail_cpu.cpp, module `tail_cpu`), called through
+kernel in C++ without torch headers (tail_cpu.h, module `tail_cpu`), called through
 ctypes.
 
 The CPU kernel needs no tensor API: a data pointer, sizes, strides, the thread count.
-Compiled without torch headers it builds in about 5 s on a 2-core machine (the same
-kernel behind a C++ op, with torch's dispatcher and autograd headers, took 18 s),
-which is what makes the first CPU call fast. The price is a few microseconds of
+Compiled without torch headers, in two units at once (float and double; half and
+bfloat16), it builds in 4-5 s on a 2-core machine (in one unit 6-9 s; behind a C++ op,
+with torch's dispatcher and autograd headers, 18 s), which is what makes the first CPU
+call fast. The price is a few microseconds of
 Python per call on CPU tensors (README, "Host time"); CUDA tensors never come here.
 """
 

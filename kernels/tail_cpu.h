@@ -1,0 +1,287 @@
+// The CPU kernel of kb14::div_sum_scale, as templates with no torch headers: tail_cpu.cpp
+// instantiates them for float and double (and holds the entry point ctypes calls,
+// kernels/tail_cpu.py), tail_cpu_16bit.cpp for half and bfloat16 (with c10's exact
+// conversions); the two units compile in parallel.
+//
+// Bit-exactness comes from performing the same floating-point operations, on the
+// same operands, in the same order as the reference:
+//   y / divisor      ATen's CPU true-divide: a / float(divisor) in the tensor's type
+//                    (reduced floats: float(a) / float(divisor), rounded back)
+//   torch.sum(., 1)  ATen's CPU cascade sum (aten/src/ATen/native/cpu/SumKernel.cpp):
+//                    vectorised accumulators, 4-way ILP, a 4-level cascade, a
+//                    scalar tail, then the lanes in order; one row split across
+//                    threads in two passes when there is a single output
+//   * scale          ATen's CPU multiply: out * float(scale) in the tensor's type
+// The quotient is never stored: each element is divided as it is loaded, so y is
+// read once.
+
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+namespace kb14 {
+// One call: y (rows x cols, element strides), out (rows x 1, element stride).
+struct Rows {
+  const void* y;
+  void* out;
+  int64_t rows, cols, row_stride, col_stride, out_stride;
+  double divisor, scale;
+  int threads;  // torch.get_num_threads(): the split of a single row depends on it
+};
+
+// Internal to each unit that includes it, as one whole unit was: the optimiser may inline and drop all of it.
+namespace {
+// at::internal::GRAIN_SIZE: the work below which ATen's parallel_for runs serially.
+constexpr int64_t kGrainSize = 32768;
+
+inline int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// at::parallel_for's split (ATen/ParallelOpenMP.h) over `threads` OpenMP threads:
+// serial below the grain, inside a parallel region or on one thread; else at most
+// ceil(n / grain) threads, thread t taking the t-th chunk of ceil(n / used) indices.
+// The results never depend on the split: each row is summed by one thread, and the
+// one-row path indexes its slots by chunk.
+template <typename F>
+void parallel_for(int64_t n, int64_t grain, int threads, const F& f) {
+  if (n <= 0) return;
+  if (n <= grain || n == 1 || threads <= 1 || omp_in_parallel()) {
+    f(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t used = omp_get_num_threads();
+    if (grain > 0) used = std::min(used, div_up(n, grain));
+    const int64_t tid = omp_get_thread_num();
+    const int64_t chunk = div_up(n, used);
+    const int64_t first = tid * chunk;
+    if (first < n) f(first, std::min(n, first + chunk));
+  }
+}
+
+// The sum's accumulation type: float for half and bfloat16 (tail_cpu_16bit.cpp specialises it).
+template <typename T> struct AccType { using type = T; };
+
+template <typename T>
+constexpr bool is_reduced_float = !std::is_same_v<typename AccType<T>::type, T>;
+
+// The reference's CPU quotient, rounded to the tensor's dtype, then loaded as the
+// accumulation type (SumKernel's CastLoadPolicy).
+template <typename scalar_t>
+struct CpuQuotient {
+  using acc_t = typename AccType<scalar_t>::type;
+  using div_t = std::conditional_t<is_reduced_float<scalar_t>, float, scalar_t>;
+  div_t divisor;
+  explicit CpuQuotient(double d) : divisor(static_cast<div_t>(d)) {}
+  inline acc_t operator()(scalar_t a) const {
+    if constexpr (is_reduced_float<scalar_t>) {
+      return static_cast<float>(static_cast<scalar_t>(static_cast<float>(a) / divisor));
+    } else {
+      return a / divisor;
+    }
+  }
+};
+
+// Reads already-rounded values (the two-pass buffer).
+template <typename scalar_t>
+struct CpuCast {
+  using acc_t = typename AccType<scalar_t>::type;
+  inline acc_t operator()(scalar_t a) const { return static_cast<acc_t>(a); }
+};
+
+inline int64_t ceil_log2(int64_t x) {
+  if (x <= 2) return 1;
+  return 64 - __builtin_clzll(static_cast<uint64_t>(x) - 1);
+}
+
+// One row of the reference's intermediate, read through `elem(i)` (the i-th value as
+// acc_t). W accumulator lanes per vector; L elements per vector load: L == 2W for
+// half and bfloat16, whose vector load converts its two halves to float and adds
+// them lane-wise (verified bit for bit against torch's CPU sum).
+template <typename acc_t, int W, int L, typename Elem>
+struct RowCascade {
+  const Elem& elem;
+
+  inline acc_t vec_lane(int64_t v, int l) const {
+    if constexpr (L == W) {
+      return elem(v * L + l);
+    } else {
+      return elem(v * L + l) + elem(v * L + W + l);
+    }
+  }
+
+  // multi_row_sum<vacc, 4>: four interleaved vector accumulators, each a 4-level
+  // cascade. Vector index of (group i, accumulator k) = i * 4 + k.
+  void multi_row_sum(int64_t groups, acc_t (&out)[4][W]) const {
+    constexpr int levels = 4;
+    const int64_t level_power = std::max<int64_t>(4, ceil_log2(groups) / levels);
+    const int64_t level_step = int64_t(1) << level_power;
+    const int64_t level_mask = level_step - 1;
+    acc_t acc[levels][4][W];
+    std::fill_n(&acc[0][0][0], levels * 4 * W, acc_t(0));
+
+    auto add_group = [&](int64_t i) {
+      for (int k = 0; k < 4; ++k) {
+#pragma GCC unroll 32
+        for (int l = 0; l < W; ++l) acc[0][k][l] += vec_lane(i * 4 + k, l);
+      }
+    };
+
+    int64_t i = 0;
+    while (i + level_step <= groups) {
+      for (int64_t j = 0; j < level_step; ++j, ++i) add_group(i);
+      for (int j = 1; j < levels; ++j) {
+        for (int k = 0; k < 4; ++k) {
+          for (int l = 0; l < W; ++l) {
+            acc[j][k][l] += acc[j - 1][k][l];
+            acc[j - 1][k][l] = acc_t(0);
+          }
+        }
+        if ((i & (level_mask << (j * level_power))) != 0) break;
+      }
+    }
+    for (; i < groups; ++i) add_group(i);
+    for (int j = 1; j < levels; ++j)
+      for (int k = 0; k < 4; ++k)
+        for (int l = 0; l < W; ++l) acc[0][k][l] += acc[j][k][l];
+    std::memcpy(out, acc[0], sizeof(out));
+  }
+
+  // row_sum<vacc>: the 4-way ILP split, leftovers into the first accumulator,
+  // then the accumulators in order.
+  void vector_row_sum(int64_t vectors, acc_t (&sum)[W]) const {
+    acc_t partial[4][W];
+    const int64_t groups = vectors / 4;
+    multi_row_sum(groups, partial);
+    for (int64_t v = groups * 4; v < vectors; ++v)
+      for (int l = 0; l < W; ++l) partial[0][l] += vec_lane(v, l);
+    for (int k = 1; k < 4; ++k)
+      for (int l = 0; l < W; ++l) partial[0][l] += partial[k][l];
+    std::memcpy(sum, partial[0], sizeof(sum));
+  }
+
+  // Scalar row_sum<acc_t>: the same ILP and cascade on single elements
+  // (SumKernel's path for rows shorter than one vector).
+  acc_t scalar_row_sum(int64_t n) const {
+    RowCascade<acc_t, 1, 1, Elem> scalar{elem};
+    acc_t sum[1];
+    scalar.vector_row_sum(n, sum);
+    return sum[0];
+  }
+
+  // vectorized_inner_sum for one row, or the scalar path below one vector.
+  acc_t sum(int64_t n) const {
+    if (n < L) return scalar_row_sum(n);
+    const int64_t vectors = n / L;
+    acc_t lanes[W];
+    vector_row_sum(vectors, lanes);
+    acc_t total = 0;
+    for (int64_t i = vectors * L; i < n; ++i) total += elem(i);
+    for (int l = 0; l < W; ++l) total += lanes[l];
+    return total;
+  }
+};
+
+template <typename acc_t, int W, int L, typename Elem>
+acc_t cascade_sum(const Elem& elem, int64_t n) {
+  return RowCascade<acc_t, W, L, Elem>{elem}.sum(n);
+}
+
+// `*out += value` into a zero-filled output (SumKernel's CastStoreAccumulate).
+template <typename scalar_t, typename acc_t>
+inline scalar_t store_accumulate(acc_t value) {
+  return static_cast<scalar_t>(static_cast<acc_t>(scalar_t(0)) + value);
+}
+
+// The reference's `sum * scale` (ATen's CPU mul with a scalar operand).
+template <typename scalar_t>
+inline scalar_t scaled(scalar_t sum, double scale) {
+  if constexpr (is_reduced_float<scalar_t>) {
+    return static_cast<scalar_t>(static_cast<float>(sum) * static_cast<float>(scale));
+  } else {
+    return sum * static_cast<scalar_t>(scale);
+  }
+}
+
+template <typename scalar_t, int W, int L, bool kContiguous>
+void div_sum_scale_rows(const Rows& a) {
+  using acc_t = typename AccType<scalar_t>::type;
+  const int64_t rows = a.rows, cols = a.cols;
+  const int64_t row_stride = a.row_stride, col_stride = a.col_stride;
+  const scalar_t* base = static_cast<const scalar_t*>(a.y);
+  scalar_t* result = static_cast<scalar_t*>(a.out);
+  const int64_t out_stride = a.out_stride;
+  const double divisor = a.divisor, scale = a.scale;
+  const int threads = a.threads;
+  const CpuQuotient<scalar_t> quotient(divisor);
+
+  auto row_elem = [&](const scalar_t* row) {
+    return [row, col_stride, &quotient](int64_t i) {
+      return quotient(row[kContiguous ? i : i * col_stride]);
+    };
+  };
+
+  const int64_t numel = rows * cols;
+  const bool serial = numel < kGrainSize || threads <= 1 || omp_in_parallel();
+  if (rows == 1 && !serial) {
+    // SumKernel's two-pass reduction for a single output: the row is cut into
+    // min(threads, ceil(cols / GRAIN_SIZE)) equal chunks (parallel_for's split),
+    // chunk t is summed into slot t of a buffer of the output dtype, then the buffer
+    // is summed. Slots are indexed by chunk, not by the thread that ran it, so the
+    // result cannot depend on which OpenMP runtime schedules the work.
+    const int64_t max_threads = threads;
+    const int64_t used = std::min(max_threads, div_up(cols, kGrainSize));
+    const int64_t chunk = div_up(cols, used);
+    std::vector<scalar_t> buffer(max_threads, scalar_t(0));
+    parallel_for(used, 1, threads, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t first = t * chunk, last = std::min(cols, first + chunk);
+        if (first >= last) continue;
+        const scalar_t* part_base = base + (kContiguous ? first : first * col_stride);
+        const acc_t part = cascade_sum<acc_t, W, L>(row_elem(part_base), last - first);
+        buffer[t] = store_accumulate<scalar_t>(part);
+      }
+    });
+    const CpuCast<scalar_t> cast;
+    const scalar_t* buf = buffer.data();
+    const acc_t total = cascade_sum<acc_t, W, L>([buf, &cast](int64_t i) { return cast(buf[i]); },
+                                                  max_threads);
+    result[0] = scaled(store_accumulate<scalar_t>(total), scale);
+    return;
+  }
+
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1));
+  parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const acc_t total = cascade_sum<acc_t, W, L>(row_elem(base + r * row_stride), cols);
+      result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);
+    }
+  });
+}
+
+template <typename scalar_t>
+void dispatch_layout(const Rows& a) {
+  using acc_t = typename AccType<scalar_t>::type;
+  // SumKernel's vectors are 32 bytes on x86 even on AVX512 CPUs (it registers no
+  // AVX512 variant; verified bit for bit, tests/test_cpu_exact.py).
+  constexpr int kVecBytes = 32;
+  constexpr int W = kVecBytes / sizeof(acc_t);
+  constexpr int L = kVecBytes / sizeof(scalar_t);
+  if (a.col_stride == 1 || a.cols <= 1) {
+    div_sum_scale_rows<scalar_t, W, L, true>(a);
+  } else {
+    div_sum_scale_rows<scalar_t, W, L, false>(a);
+  }
+}
+
+}  // namespace
+
+// float16 (dtype 2) and bfloat16 (3): tail_cpu_16bit.cpp. Returns 0, or -1 for another dtype.
+int div_sum_scale_16bit(int dtype, const Rows& a);
+}  // namespace kb14
