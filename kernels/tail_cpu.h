@@ -100,6 +100,22 @@ inline int64_t ceil_log2(int64_t x) {
   return 64 - __builtin_clzll(static_cast<uint64_t>(x) - 1);
 }
 
+// One row's quotients, element i as acc_t.
+template <typename scalar_t, bool kContiguous>
+struct RowQuotients {
+  const scalar_t* row;
+  int64_t col_stride;
+  const CpuQuotient<scalar_t>& quotient;
+  inline auto operator()(int64_t i) const { return quotient(row[kContiguous ? i : i * col_stride]); }
+};
+
+// A whole vector's lanes at once, for rows whose element loop the compiler leaves scalar (tail_cpu_16bit.cpp:
+// contiguous half rows with F16C); none by default.
+template <typename Elem, int W, int L>
+struct VectorLanes {
+  static constexpr bool kAvailable = false;
+};
+
 // One row of the reference's intermediate, read through `elem(i)` (the i-th value as
 // acc_t). W accumulator lanes per vector; L elements per vector load: L == 2W for
 // half and bfloat16, whose vector load converts its two halves to float and adds
@@ -116,6 +132,16 @@ struct RowCascade {
     }
   }
 
+  // acc[l] += vec_lane(v, l) for every lane: by VectorLanes where the row has it.
+  inline void add_vector(acc_t (&acc)[W], int64_t v) const {
+    if constexpr (VectorLanes<Elem, W, L>::kAvailable) {
+      VectorLanes<Elem, W, L>::add(acc, elem, v);
+    } else {
+#pragma GCC unroll 32
+      for (int l = 0; l < W; ++l) acc[l] += vec_lane(v, l);
+    }
+  }
+
   // multi_row_sum<vacc, 4>: four interleaved vector accumulators, each a 4-level
   // cascade. Vector index of (group i, accumulator k) = i * 4 + k.
   void multi_row_sum(int64_t groups, acc_t (&out)[4][W]) const {
@@ -127,10 +153,7 @@ struct RowCascade {
     std::fill_n(&acc[0][0][0], levels * 4 * W, acc_t(0));
 
     auto add_group = [&](int64_t i) {
-      for (int k = 0; k < 4; ++k) {
-#pragma GCC unroll 32
-        for (int l = 0; l < W; ++l) acc[0][k][l] += vec_lane(i * 4 + k, l);
-      }
+      for (int k = 0; k < 4; ++k) add_vector(acc[0][k], i * 4 + k);
     };
 
     int64_t i = 0;
@@ -160,7 +183,7 @@ struct RowCascade {
     const int64_t groups = vectors / 4;
     multi_row_sum(groups, partial);
     for (int64_t v = groups * 4; v < vectors; ++v)
-      for (int l = 0; l < W; ++l) partial[0][l] += vec_lane(v, l);
+      add_vector(partial[0], v);
     for (int k = 1; k < 4; ++k)
       for (int l = 0; l < W; ++l) partial[0][l] += partial[k][l];
     std::memcpy(sum, partial[0], sizeof(sum));
@@ -221,11 +244,7 @@ void div_sum_scale_rows(const Rows& a) {
   const int threads = a.threads;
   const CpuQuotient<scalar_t> quotient(divisor);
 
-  auto row_elem = [&](const scalar_t* row) {
-    return [row, col_stride, &quotient](int64_t i) {
-      return quotient(row[kContiguous ? i : i * col_stride]);
-    };
-  };
+  auto row_elem = [&](const scalar_t* row) { return RowQuotients<scalar_t, kContiguous>{row, col_stride, quotient}; };
 
   const int64_t numel = rows * cols;
   const bool serial = numel < kGrainSize || threads <= 1 || omp_in_parallel();
