@@ -7,7 +7,7 @@ Compiled without torch headers, in two units at once (float and double; half and
 bfloat16), it builds in 4-5 s on a 2-core machine (in one unit 6-9 s; behind a C++ op,
 with torch's dispatcher and autograd headers, 18 s), which is what makes the first CPU
 call fast. The price is a few microseconds of
-Python per call on CPU tensors (README, "Host time"); CUDA tensors never come here.
+Python per call on CPU tensors (README, "CPU tensors"); CUDA tensors never come here.
 """
 
 from __future__ import annotations
