@@ -284,8 +284,11 @@ void div_sum_scale_rows(const Rows& a) {
   });
 }
 
+// Returns 0, or kStridedReducedFloat: half and bfloat16 rows come contiguous (kernels/tail_cpu.py copies
+// them; copy and vector lanes beat strided loads 2-3.7x), so their strided kernels are not built.
+constexpr int kStridedReducedFloat = -2;
 template <typename scalar_t>
-void dispatch_layout(const Rows& a) {
+int dispatch_layout(const Rows& a) {
   using acc_t = typename AccType<scalar_t>::type;
   // SumKernel's vectors are 32 bytes on x86 even on AVX512 CPUs (it registers no
   // AVX512 variant; verified bit for bit, tests/test_cpu_exact.py).
@@ -294,13 +297,19 @@ void dispatch_layout(const Rows& a) {
   constexpr int L = kVecBytes / sizeof(scalar_t);
   if (a.col_stride == 1 || a.cols <= 1) {
     div_sum_scale_rows<scalar_t, W, L, true>(a);
+    return 0;
+  }
+  if constexpr (is_reduced_float<scalar_t>) {
+    return kStridedReducedFloat;
   } else {
     div_sum_scale_rows<scalar_t, W, L, false>(a);
+    return 0;
   }
 }
 
 }  // namespace
 
-// float16 (dtype 2) and bfloat16 (3): tail_cpu_16bit.cpp. Returns 0, or -1 for another dtype.
+// float16 (dtype 2) and bfloat16 (3): tail_cpu_16bit.cpp. Returns dispatch_layout's code, or -1 for
+// another dtype.
 int div_sum_scale_16bit(int dtype, const Rows& a);
 }  // namespace kb14

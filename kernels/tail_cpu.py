@@ -80,7 +80,12 @@ def div_sum_scale_cpu(y: torch.Tensor, divisor: float, scale: float, pdl: bool =
         return composite(y, divisor, scale)
     out = torch.empty(rows, 1, dtype=y.dtype)
     if rows:
+        if y.element_size() == 2 and cols > 1 and y.stride(1) != 1:
+            y = y.contiguous()  # the 16-bit kernels read whole vectors only (tail_cpu.h, dispatch_layout)
         row_stride, col_stride = y.stride()
-        kernel(DTYPE_CODE[y.dtype], y.data_ptr(), out.data_ptr(), rows, cols, row_stride, col_stride, 1, divisor,
-               scale, torch.get_num_threads())
+        status = kernel(DTYPE_CODE[y.dtype], y.data_ptr(), out.data_ptr(), rows, cols, row_stride, col_stride, 1,
+                        divisor, scale, torch.get_num_threads())
+        if status != 0:
+            raise RuntimeError(f"div_sum_scale: the CPU kernel refused a {dtype_name(y.dtype)} y of strides "
+                               f"{tuple(y.stride())} (code {status})")
     return out

@@ -35,8 +35,8 @@ struct VectorLanes<RowQuotients<c10::Half, true>, 8, 16> {
 
 int div_sum_scale_16bit(int dtype, const Rows& a) {
   switch (dtype) {
-    case 2: dispatch_layout<c10::Half>(a); return 0;
-    case 3: dispatch_layout<c10::BFloat16>(a); return 0;
+    case 2: return dispatch_layout<c10::Half>(a);
+    case 3: return dispatch_layout<c10::BFloat16>(a);
     default: return -1;
   }
 }

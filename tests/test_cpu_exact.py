@@ -71,9 +71,23 @@ def test_divisors_inexact_in_the_dtype(dtype, divisor):
     assert _same(div_sum_scale(y, divisor, 1.5), div_sum_scale_reference(y, divisor, 1.5))
 
 
-def test_layouts():
-    for name, y in layouts(torch.randn(700, 3000)).items():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_layouts(dtype):
+    for name, y in layouts(torch.randn(700, 3000).to(dtype)).items():
         assert _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)), name
+
+
+def test_the_kernel_refuses_strided_16_bit_rows_which_the_glue_copies():
+    from kernels import tail_cpu
+
+    kernel = tail_cpu._kernel or tail_cpu._load()
+    y = torch.randn(4, 64, dtype=torch.float16)[:, ::2]
+    out = torch.empty(4, 1, dtype=torch.float16)
+    args = (y.data_ptr(), out.data_ptr(), 4, 32, y.stride(0), y.stride(1), 1, 2.0, 1.5, 1)
+    assert kernel(tail_cpu.DTYPE_CODE[torch.float16], *args) == -2
+    assert kernel(tail_cpu.DTYPE_CODE[torch.bfloat16], *args) == -2
+    assert kernel(tail_cpu.DTYPE_CODE[torch.float16], y.data_ptr(), out.data_ptr(), 4, 32, 64, 1, 1, 2.0, 1.5,
+                  1) == 0
 
 
 def test_nan_inf_and_signed_zero():
