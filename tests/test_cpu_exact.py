@@ -90,6 +90,18 @@ def test_the_kernel_refuses_strided_16_bit_rows_which_the_glue_copies():
                   1) == 0
 
 
+# Rows of -0 at widths on both sides of the short-row path (fewer than 16 groups of four vectors, where the
+# cascade's empty levels are added as one + 0) and of one vector: the sign of each zero is the reference's.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_signed_zero_rows_at_every_cascade_depth(dtype):
+    for cols in (2, 7, 8, 9, 16, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 1024, 2048, 4097):
+        y = torch.full((6, cols), -0.0, dtype=dtype)
+        y[1, 0] = 1.0  # a row that is not all zeros
+        for divisor, scale in ((2.0, 1.5), (-3.0, 1.5), (2.0, -0.5)):
+            ours, ref = div_sum_scale(y, divisor, scale), div_sum_scale_reference(y, divisor, scale)
+            assert _same(ours, ref) and torch.equal(torch.signbit(ours), torch.signbit(ref)), (cols, divisor, scale)
+
+
 def test_nan_inf_and_signed_zero():
     y = torch.randn(64, 5000)
     y[3, 17] = float("nan")
