@@ -43,16 +43,19 @@ def built_cache(tmp_path_factory):
     return cache
 
 
-@pytest.fixture
-def cpu_tail_cache(built_cache, tmp_path):
-    """A cache of this test's own holding only the CPU tail's module (a copy of built_cache's): the
-    tests of a module built after it need the CPU tail loaded, not built again."""
-    cache = tmp_path / "cache"
+def _cpu_tail_only(built_cache, cache):
     shutil.copytree(built_cache, cache)
     for other in cache.glob("kb14_*"):
         if other.is_dir() and not other.name.startswith("kb14_tail_cpu_"):
             shutil.rmtree(other)
     return cache
+
+
+@pytest.fixture
+def cpu_tail_cache(built_cache, tmp_path):
+    """A cache of this test's own holding only the CPU tail's module (a copy of built_cache's): the
+    tests of a module built after it need the CPU tail loaded, not built again."""
+    return _cpu_tail_only(built_cache, tmp_path / "cache")
 
 
 def test_import_compiles_nothing(tmp_path):
@@ -122,7 +125,16 @@ print("LOADED_BY_A_LATER_CALL", cpp_autograd())
 """
 
 
-def test_a_module_named_after_another_builds_in_the_background_and_a_later_call_loads_it(cpu_tail_cache):
+@pytest.fixture(scope="module")
+def exiting_with_a_build_pending(built_cache, tmp_path_factory):
+    """The next test's first process (its cache, the process), started when a test first asks: the test
+    before it asks too, so that their two builds of the C++ autograd module (18 s each) run side by side."""
+    cache = _cpu_tail_only(built_cache, tmp_path_factory.mktemp("pending") / "cache")
+    return cache, _import_in_subprocess(cache, code=AFTER_CPU_TAIL)
+
+
+def test_a_module_named_after_another_builds_in_the_background_and_a_later_call_loads_it(
+        cpu_tail_cache, exiting_with_a_build_pending):
     out, err = _finish(_import_in_subprocess(cpu_tail_cache, code=AFTER_CPU_TAIL + POLL_UNTIL_LOADED), timeout=600)
     # The first call returned before the module was built, then a later call loaded it.
     assert "PENDING ['tail_cuda_autograd'] CPP_AUTOGRAD False" in out, out + err
@@ -130,11 +142,12 @@ def test_a_module_named_after_another_builds_in_the_background_and_a_later_call_
     assert "in the background: first use only" in err
 
 
-def test_an_unfinished_background_build_completes_at_exit_and_then_loads_at_once(cpu_tail_cache):
-    out, err = _finish(_import_in_subprocess(cpu_tail_cache, code=AFTER_CPU_TAIL), timeout=600)
+def test_an_unfinished_background_build_completes_at_exit_and_then_loads_at_once(exiting_with_a_build_pending):
+    cache, first = exiting_with_a_build_pending
+    out, err = _finish(first, timeout=600)
     assert "PENDING ['tail_cuda_autograd'] CPP_AUTOGRAD False" in out, out + err
     assert "built tail_cuda_autograd" in err  # the process waited for it before exiting
-    out, err = _finish(_import_in_subprocess(cpu_tail_cache, code=AFTER_CPU_TAIL))
+    out, err = _finish(_import_in_subprocess(cache, code=AFTER_CPU_TAIL))
     assert "PENDING [] CPP_AUTOGRAD True" in out and "compiling" not in err, out + err
 
 
