@@ -77,7 +77,7 @@ class Module:
     cpp: tuple[str, ...]  # host-compiler sources (a translation unit each)
     cuda: tuple[str, ...]  # nvcc sources (a translation unit each)
     headers: tuple[str, ...]  # what they include from this folder: they key the build
-    torch_free: bool  # compiled without torch headers in its host unit (fast)
+    torch_free: bool  # compiled without torch headers in its host units (fast)
     default_seconds: float  # rough build time on the 2-core development machine
     after: tuple[str, ...] = ()  # modules loaded once this one is, built in the background
 

@@ -150,13 +150,11 @@ struct RowCascade {
     const int64_t level_step = int64_t(1) << level_power;
     const int64_t level_mask = level_step - 1;
     if (groups < level_step) {
-      // No level is ever carried (short rows): level 0, then the three empty levels' + 0 in one (the
-      // first turns -0 into +0, the others change nothing). Saves a short row most of its time.
-      acc_t first[4][W] = {};
+      // No level is ever carried (short rows): level 0 is the sum. The reference's empty levels add +0,
+      // which changes nothing: level 0 began at +0, so it never holds -0.
+      std::fill_n(&out[0][0], 4 * W, acc_t(0));
       for (int64_t i = 0; i < groups; ++i)
-        for (int k = 0; k < 4; ++k) add_vector(first[k], i * 4 + k);
-      for (int k = 0; k < 4; ++k)
-        for (int l = 0; l < W; ++l) out[k][l] = first[k][l] + acc_t(0);
+        for (int k = 0; k < 4; ++k) add_vector(out[k], i * 4 + k);
       return;
     }
     acc_t acc[levels][4][W];

@@ -6,8 +6,8 @@ The CPU kernel needs no tensor API: a data pointer, sizes, strides, the thread c
 Compiled without torch headers, in two units at once (float and double; half and
 bfloat16), it builds in 4-5 s on a 2-core machine (in one unit 6-9 s; behind a C++ op,
 with torch's dispatcher and autograd headers, 18 s), which is what makes the first CPU
-call fast. The price is a few microseconds of
-Python per call on CPU tensors (README, "CPU tensors"); CUDA tensors never come here.
+call fast. The price is a few microseconds of Python per call on CPU tensors (README,
+"CPU tensors"); CUDA tensors never come here.
 """
 
 from __future__ import annotations

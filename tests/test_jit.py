@@ -130,7 +130,11 @@ def exiting_with_a_build_pending(built_cache, tmp_path_factory):
     """The next test's first process (its cache, the process), started when a test first asks: the test
     before it asks too, so that their two builds of the C++ autograd module (18 s each) run side by side."""
     cache = _cpu_tail_only(built_cache, tmp_path_factory.mktemp("pending") / "cache")
-    return cache, _import_in_subprocess(cache, code=AFTER_CPU_TAIL)
+    proc = _import_in_subprocess(cache, code=AFTER_CPU_TAIL)
+    yield cache, proc
+    if proc.poll() is None:  # the next test was deselected or failed before waiting for it
+        proc.kill()
+        proc.communicate()
 
 
 def test_a_module_named_after_another_builds_in_the_background_and_a_later_call_loads_it(
