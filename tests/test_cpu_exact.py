@@ -92,7 +92,7 @@ def test_the_kernel_refuses_strided_16_bit_rows_which_the_glue_copies():
 
 
 # Rows of -0 at widths on both sides of the short-row path (fewer than 16 groups of four vectors, where the
-# cascade's empty levels are added as one + 0) and of one vector: the sign of each zero is the reference's.
+# cascade's empty levels are skipped) and of one vector: the sign of each zero is the reference's.
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_signed_zero_rows_at_every_cascade_depth(dtype):
     for cols in (2, 7, 8, 9, 16, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 1024, 2048, 4097):
