@@ -1,8 +1,8 @@
 // kb14::div_sum_scale on CUDA tensors: the op around the launcher (fused_reduce.cu),
 // compiled by the host compiler: checks, the output, the device guard, the current
-// stream. Registered at CUDA when this module is loaded (kernels/jit.py, on the first
-// call on a CUDA tensor). The op's C++ autograd is its own module,
-// tail_autograd_cuda.cpp: its headers would double this unit's compile time.
+// stream. Registered at CUDA by fused_reduce_register.cpp, a unit of its own so that
+// torch/library.h's parse runs beside this one's. The op's C++ autograd is its own
+// module, tail_autograd_cuda.cpp: its headers would double the build's time.
 
 #include "div_sum_scale.h"
 #include "fused_reduce_launch.h"
@@ -11,7 +11,6 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
 
 #include <cstdint>
 #include <limits>
@@ -51,6 +50,8 @@ void* allocate_scratch(void* context, int64_t elements, int bytes_each) {
   return s->tensor.mutable_data_ptr();
 }
 
+}  // namespace
+
 at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale, bool pdl) {
   check_div_sum_scale_inputs(y);
   const c10::cuda::CUDAGuard guard(y.device());
@@ -76,10 +77,4 @@ at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale,
   return out;
 }
 
-}  // namespace
 }  // namespace kb14
-
-// The schema is defined from Python (kernels/schema.py) before this library is loaded.
-TORCH_LIBRARY_IMPL(kb14, CUDA, m) {
-  m.impl("div_sum_scale", &kb14::div_sum_scale_cuda);
-}
