@@ -12,11 +12,10 @@
 // Both are deterministic: how the work is split depends on the shapes only, never on
 // the number of threads, and the partial sums are combined in a fixed order.
 //
-// This file is the column-sum path's CPU module (kernels/jit.py builds it on the first
-// call on a CPU tensor); it registers the CPU kernels and their C++ autograd.
+// This file and colsum_autograd_cpu.cpp are the column-sum path's CPU module (kernels/jit.py
+// builds it on the first call on a CPU tensor); this one registers the CPU kernels.
 
 #include "colsum.h"
-#include "colsum_autograd.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
@@ -180,9 +179,4 @@ at::Tensor colsum_matvec_cpu(const at::Tensor& x_in, const at::Tensor& c_in, dou
 TORCH_LIBRARY_IMPL(kb14, CPU, m) {
   m.impl("colsum", &kb14::colsum_impl::colsum_cpu);
   m.impl("colsum_matvec", &kb14::colsum_impl::colsum_matvec_cpu);
-}
-
-TORCH_LIBRARY_IMPL(kb14, AutogradCPU, m) {
-  m.impl("colsum", &kb14::colsum_autograd::colsum_autograd);
-  m.impl("colsum_matvec", &kb14::colsum_autograd::colsum_matvec_autograd);
 }

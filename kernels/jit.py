@@ -11,7 +11,8 @@ from the cache) the module that holds that op's kernels for that device:
     tail_cuda_autograd
                   div_sum_scale's C++ autograd for CUDA tensors: tail_autograd_cuda.cpp;
                   loaded after tail_cuda without holding up the first call (below)
-    colsum_cpu    colsum and colsum_matvec on CPU tensors: colsum.cpp
+    colsum_cpu    colsum and colsum_matvec on CPU tensors: colsum.cpp and
+                  colsum_autograd_cpu.cpp
     colsum_cuda   the same on CUDA tensors: colsum.cu and colsum_cuda.cpp
     hybrid_cuda   hybrid_rows, rows_gemm and gemm_order_probe (CUDA only): hybrid.cu and
                   hybrid_cuda.cpp
@@ -94,7 +95,7 @@ MODULES = {
                         after=("tail_cuda_autograd",)),
     "tail_cuda_autograd": Module("cuda", "div_sum_scale's C++ autograd for CUDA tensors",
                                  ("tail_autograd_cuda.cpp",), (), (), False, 14),
-    "colsum_cpu": Module("cpu", "the column-sum CPU kernels and op", ("colsum.cpp",), (),
+    "colsum_cpu": Module("cpu", "the column-sum CPU kernels and op", ("colsum.cpp", "colsum_autograd_cpu.cpp"), (),
                          ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h"), False, 18),
     "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
                           ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_shape.h", "device_math.cuh",
