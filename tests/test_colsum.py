@@ -216,6 +216,13 @@ def test_gradcheck_ops_fp64():
     assert torch.autograd.gradgradcheck(lambda a, b: colsum_matvec(a, colsum(b), 0.5), (x, w))
 
 
+def test_cpu_calls_take_the_modules_cpp_autograd():
+    colsum(torch.randn(3, 4))  # loads the CPU module
+    for op in ("kb14::colsum", "kb14::colsum_matvec"):
+        lines = torch._C._dispatch_dump(op).splitlines()
+        assert any(line.startswith("AutogradCPU:") and "colsum_autograd_cpu.cpp" in line for line in lines), lines
+
+
 def test_gradcheck_model_fp64():
     m = make(input_size=9, hidden=6).double()
     x = torch.rand(4, 9, dtype=torch.float64, requires_grad=True)
