@@ -1,5 +1,5 @@
 // The C++ autograd of kb14::colsum and kb14::colsum_matvec, registered for CPU tensors
-// by colsum.cpp and for CUDA tensors by colsum_cuda.cpp (the Python formula in
+// by colsum_autograd_cpu.cpp and for CUDA tensors by colsum_cuda.cpp (the Python formula in
 // kernels/colsum_ops.py serves a call made before the device's module is loaded).
 #pragma once
 

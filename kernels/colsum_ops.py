@@ -14,7 +14,7 @@ Together they compute KernelBench L2/14 by its algebraic rewrite
 The result is not the reference's bits (the reference sums fp32 GEMM outputs), but
 it is far closer to the exact answer. The schemas are defined in kernels/schema.py;
 the kernels and their C++ autograd come from the `colsum_cpu` and `colsum_cuda`
-modules (colsum.cpp; colsum.cu and colsum_cuda.cpp), built on the first call on each
+modules (colsum.cpp, colsum_autograd_cpu.cpp; colsum.cu, colsum_cuda.cpp), built on the first call on each
 device. This module adds the Python checks, fake kernels and the autograd formula
 that torch.compile and a first call need.
 """

@@ -87,8 +87,8 @@ class Module:
 MODULES = {
     "tail_cpu": Module("cpu", "div_sum_scale's CPU kernels", ("tail_cpu.cpp", "tail_cpu_16bit.cpp"), (),
                        ("tail_cpu.h",), True, 5),
-    "tail_cuda": Module("cuda", "div_sum_scale's CUDA kernels and op", ("fused_reduce_cuda.cpp", "fused_reduce_register.cpp"),
-                        ("fused_reduce.cu",),
+    "tail_cuda": Module("cuda", "div_sum_scale's CUDA kernels and op",
+                        ("fused_reduce_cuda.cpp", "fused_reduce_register.cpp"), ("fused_reduce.cu",),
                         ("error_message.h", "div_sum_scale.h", "fused_reduce_launch.h", "device_shape.h",
                          "device_math.cuh", "fused_reduce_order.h", "fused_reduce_dispatch.h",
                          "fused_reduce_general.cuh", "fused_reduce_lean.cuh"), False, 8,
