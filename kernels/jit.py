@@ -96,7 +96,7 @@ MODULES = {
     "tail_cuda_autograd": Module("cuda", "div_sum_scale's C++ autograd for CUDA tensors",
                                  ("tail_autograd_cuda.cpp",), (), (), False, 14),
     "colsum_cpu": Module("cpu", "the column-sum CPU kernels and op", ("colsum.cpp", "colsum_autograd_cpu.cpp"), (),
-                         ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h"), False, 18),
+                         ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h"), False, 21),
     "colsum_cuda": Module("cuda", "the column-sum CUDA kernels and op", ("colsum_cuda.cpp",), ("colsum.cu",),
                           ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_shape.h", "device_math.cuh",
                            "colsum_device.cuh", "cuda_common.cuh"), False, 25),
@@ -213,7 +213,7 @@ NVCC_SPLIT = 8
 
 def nvcc_split_parts() -> int:
     """NVCC_SPLIT where nvcc takes --split-compile (CUDA 12.2 and newer, judged by the CUDA
-    release torch was built for, which load_inline's nvcc must match), else 1."""
+    release torch was built for, which cpp_extension's nvcc must match), else 1."""
     release = tuple(int(part) for part in (torch.version.cuda or "0.0").split(".")[:2])
     return NVCC_SPLIT if release >= (12, 2) else 1
 
@@ -235,7 +235,7 @@ def nvcc_flags(arch: str, torch_version: int | None = None) -> list[str]:
 
 def torch_cxx_standard() -> str:
     """The C++ standard the installed torch's headers need (2.14's: C++20; older: C++17),
-    for compiling against them outside load_inline, which picks it itself."""
+    for compiling against them outside cpp_extension, which picks it itself."""
     from torch.utils.cpp_extension import include_paths
 
     aten_h = next(Path(p) / "ATen" / "ATen.h" for p in include_paths() if (Path(p) / "ATen" / "ATen.h").exists())
