@@ -149,24 +149,22 @@ struct RowCascade {
     const int64_t level_power = std::max<int64_t>(4, ceil_log2(groups) / levels);
     const int64_t level_step = int64_t(1) << level_power;
     const int64_t level_mask = level_step - 1;
+    const auto add_group = [&](acc_t (&level)[4][W], int64_t i) {
+      for (int k = 0; k < 4; ++k) add_vector(level[k], i * 4 + k);
+    };
     if (groups < level_step) {
       // No level is ever carried (short rows): level 0 is the sum. The reference's empty levels add +0,
       // which changes nothing: level 0 began at +0, so it never holds -0.
       std::fill_n(&out[0][0], 4 * W, acc_t(0));
-      for (int64_t i = 0; i < groups; ++i)
-        for (int k = 0; k < 4; ++k) add_vector(out[k], i * 4 + k);
+      for (int64_t i = 0; i < groups; ++i) add_group(out, i);
       return;
     }
     acc_t acc[levels][4][W];
     std::fill_n(&acc[0][0][0], levels * 4 * W, acc_t(0));
 
-    auto add_group = [&](int64_t i) {
-      for (int k = 0; k < 4; ++k) add_vector(acc[0][k], i * 4 + k);
-    };
-
     int64_t i = 0;
     while (i + level_step <= groups) {
-      for (int64_t j = 0; j < level_step; ++j, ++i) add_group(i);
+      for (int64_t j = 0; j < level_step; ++j, ++i) add_group(acc[0], i);
       for (int j = 1; j < levels; ++j) {
         for (int k = 0; k < 4; ++k) {
           for (int l = 0; l < W; ++l) {
@@ -177,7 +175,7 @@ struct RowCascade {
         if ((i & (level_mask << (j * level_power))) != 0) break;
       }
     }
-    for (; i < groups; ++i) add_group(i);
+    for (; i < groups; ++i) add_group(acc[0], i);
     for (int j = 1; j < levels; ++j)
       for (int k = 0; k < 4; ++k)
         for (int l = 0; l < W; ++l) acc[0][k][l] += acc[j][k][l];
