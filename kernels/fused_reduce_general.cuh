@@ -28,13 +28,12 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
 // sum is rounded to the dtype, scaled in float and rounded again.
 template <typename T>
 struct Arith {
-  using acc_t = std::conditional_t<sizeof(T) == 8, double, float>;
-  using op_t = acc_t;
-  static __device__ __forceinline__ acc_t quotient(T y, op_t inv) {
+  using acc_t = std::conditional_t<sizeof(T) == 8, double, float>;  // also the quotient's and the scale's type
+  static __device__ __forceinline__ acc_t quotient(T y, acc_t inv) {
     if constexpr (sizeof(T) == 8) return __dmul_rn(y, inv);
     else return quotient_of_float<T>(to_float(y), inv);
   }
-  static __device__ __forceinline__ T store(acc_t sum, op_t scale) {
+  static __device__ __forceinline__ T store(acc_t sum, acc_t scale) {
     if constexpr (sizeof(T) == 8) return __dmul_rn(sum, scale);
     else if constexpr (sizeof(T) == 4) return __fmul_rn(sum, scale);
     else return round_to<T>(__fmul_rn(to_float(round_to<T>(sum)), scale));
@@ -49,7 +48,6 @@ struct alignas(sizeof(T) * V) Vec { T v[V]; };
 template <typename scalar_t>
 struct Args {
   using acc_t = acc_of<scalar_t>;
-  using op_t = typename Arith<scalar_t>::op_t;
   const scalar_t* __restrict__ y;
   int64_t row_stride, col_stride;
   scalar_t* __restrict__ out;
@@ -57,8 +55,8 @@ struct Args {
   acc_t* __restrict__ partials;  // [rows][ctas] when ctas > 1
   int64_t rows, cols;
   int step, ctas;
-  op_t inv;  // 1 / divisor in the op math type, as the reference's host code computes it
-  op_t scale;
+  acc_t inv;  // 1 / divisor in the op math type, as the reference's host code computes it
+  acc_t scale;
 };
 
 // The reference's warp shuffle tree on lanes [0, width), the result in lane 0. Blocks of fewer than 32
@@ -308,9 +306,9 @@ template <typename scalar_t>
 Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride, int64_t col_stride,
                             scalar_t* out, int64_t out_stride, double divisor, double scale,
                             acc_of<scalar_t>* partials) {
-  using op_t = typename Arith<scalar_t>::op_t;
+  using acc_t = acc_of<scalar_t>;
   return {y, row_stride, p.cols == 1 ? 1 : col_stride, out, out_stride, partials, p.rows, p.cols, p.step, p.ctas,
-          reciprocal<op_t>(kOrder, divisor), static_cast<op_t>(scale)};
+          reciprocal<acc_t>(kOrder, divisor), static_cast<acc_t>(scale)};
 }
 }  // namespace tail
 }  // namespace kb14

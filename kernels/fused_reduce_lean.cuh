@@ -14,13 +14,12 @@ namespace tail {
 // The lean kernels' arguments: rows and columns in 32 bits (the lean path takes fewer than 2^31 elements).
 template <typename scalar_t>
 struct LeanArgs {
-  using op_t = typename Arith<scalar_t>::op_t;
   const scalar_t* __restrict__ y;
   int64_t row_stride;  // elements; row_stride - cols is a multiple of the vector width
   scalar_t* __restrict__ out;
   int64_t out_stride;
   int rows, cols;
-  op_t inv, scale;
+  float inv, scale;
   uint32_t launch_serial;  // a warmed launch's own number (warm_behind_warmed_launch)
   // Gathered launches (the hybrid's exact rows): block b takes row gathered[b] while b < *gathered_count.
   const int32_t* gathered = nullptr;
