@@ -55,7 +55,7 @@ struct Args {
   acc_t* __restrict__ partials;  // [rows][ctas] when ctas > 1
   int64_t rows, cols;
   int step, ctas;
-  acc_t inv;  // 1 / divisor in the op math type, as the reference's host code computes it
+  acc_t inv;  // 1 / divisor in acc_t, as the reference's host code computes it
   acc_t scale;
 };
 

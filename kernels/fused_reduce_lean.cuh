@@ -14,6 +14,7 @@ namespace tail {
 // The lean kernels' arguments: rows and columns in 32 bits (the lean path takes fewer than 2^31 elements).
 template <typename scalar_t>
 struct LeanArgs {
+  static_assert(sizeof(scalar_t) < 8, "fp64 rows take the general kernels; the lean ones work in float");
   const scalar_t* __restrict__ y;
   int64_t row_stride;  // elements; row_stride - cols is a multiple of the vector width
   scalar_t* __restrict__ out;
