@@ -8,7 +8,8 @@ problem name its file name starts with, so `gemm_epilogue_fast.py` goes with
 
 Each pair runs as its own `check.py` (or `bench.py`) process, so a candidate that raises, crashes its
 process, hangs past `timeout_s` or breaks its CUDA context fails alone and the run goes
-on. `workers` worker slots run at once, each pinned to one GPU on CUDA (`CUDA_VISIBLE_DEVICES`;
+on. On Linux that process is forked from one that imported torch once (harness.forkserver):
+a pair starts in a tenth of a second, not the seconds of a torch import. `workers` worker slots run at once, each pinned to one GPU on CUDA (`CUDA_VISIBLE_DEVICES`;
 more slots than GPUs share them round-robin, except for timing, where a GPU runs one pair at a
 time); a slot takes the next pair as soon as its last one ends, and every record names the
 slot and GPU it ran on. A pair that breaks its CUDA context or hangs ends with its own process:
@@ -34,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from harness import forkserver
 from harness.problem import BATCH_BEGAN_ENV
 from harness.timing import format_ms
 
@@ -235,8 +237,12 @@ def gpu_of_slot(slot: int, gpus: list[str]) -> str:
     return gpus[slot % len(gpus)]
 
 
+def _popen(cmd: list[str], env: dict, cwd: Path, out_dir: Path) -> subprocess.Popen:
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+
+
 def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int, extra: list[str],
-              tool: str = "check", gpus: list[str] | None = None, keep: Path | None = None) -> dict:
+              tool: str = "check", gpus: list[str] | None = None, keep: Path | None = None, spawn=_popen) -> dict:
     with tempfile.TemporaryDirectory(prefix="kb_batch_") as tmp:
         out = (keep or Path(tmp)) / (f"{report_stem(pair)}.json" if keep else "result.json")
         out.unlink(missing_ok=True)  # a kept report of an earlier run must not stand for this one
@@ -256,8 +262,7 @@ def _run_pair(pair: Pair, slot: int, device: str, timeout_s: float, trials: int,
         del record["folder"]
         began = Path(tmp) / "began"
         env[BATCH_BEGAN_ENV] = str(began)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                cwd=CHECK_PY.parent)
+        proc = spawn(cmd, env, CHECK_PY.parent, Path(tmp))
         late, stdout, stderr = _wait_for(proc, began, timeout_s)
         if late:
             record.update(verdict="TIMEOUT", reason="timeout", message=f"{late}; the process was killed")
@@ -344,8 +349,14 @@ def run_batch(folder: str, *, device: str = "auto", workers: int | None = None, 
         if progress:
             progress(f"timing: {workers} workers asked for, {len(gpus)} GPUs: one worker per GPU")
         workers = len(gpus)
-    results = run_in_slots(pairs, workers, lambda pair, slot: _run_pair(pair, slot, device, timeout_s, trials, extra,
-                                                                          tool, gpus, keep_dir), progress)
+    server = forkserver.ForkServer() if forkserver.available() else None
+    try:
+        results = run_in_slots(pairs, workers, lambda pair, slot: _run_pair(
+            pair, slot, device, timeout_s, trials, extra, tool, gpus, keep_dir, server.start if server else _popen),
+            progress)
+    finally:
+        if server:
+            server.close()
     results.sort(key=lambda r: (r["problem"], r["candidate"]))
     return {"schema": SCHEMA, "config": {"tool": tool, "folder": str(folder), "device": device, "workers": workers,
                                          "timeout_s": timeout_s, "trials": trials,

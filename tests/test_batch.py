@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import check
-from harness import batch
+from harness import batch, forkserver
 from tests.cases import PROBLEMS, WRONG_BECAUSE
 
 # candidate file -> (verdict, reason); every other candidate passes
@@ -178,6 +178,69 @@ def test_a_report_cut_short_is_that_pairs_crash_not_the_batchs(tmp_path):
     assert got["softmax_cut.py"][0] == "CRASH" and "JSON report is not valid" in got["softmax_cut.py"][1]
 
 
+# Candidates run in name order on one slot: the first leaves a mark in its process and patches the
+# checker to pass everything; the second is wrong, and notices the mark if it is there.
+LEAVES_A_MARK = """import builtins, torch, harness.checker
+from elementwise_ok import ModelNew
+builtins.KB_EARLIER_PAIR = True
+harness.checker.run_check = lambda *a, **k: {"verdict": "PASS"}
+"""
+SEES_THE_MARK = """import builtins, torch
+class ModelNew(torch.nn.Module):
+    def __init__(self, alpha):
+        super().__init__()
+        if hasattr(builtins, "KB_EARLIER_PAIR"):
+            raise RuntimeError("an earlier pair's process state")
+    def forward(self, x):
+        return x
+"""
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "fresh-python"])
+def test_a_pair_never_sees_an_earlier_pairs_process_state(tmp_path, monkeypatch, fork):
+    for name in ("elementwise.py", "elementwise_ok.py"):
+        shutil.copy(PROBLEMS / name, tmp_path / name)
+    (tmp_path / "elementwise_a_marks.py").write_text(LEAVES_A_MARK)
+    (tmp_path / "elementwise_b_wrong.py").write_text(SEES_THE_MARK)
+    monkeypatch.setattr(forkserver, "available", lambda: fork)  # False: every pair its own Python, as off Linux
+    result = batch.run_batch(str(tmp_path), device="cpu", workers=1, timeout_s=120, trials=1, extra=["--quiet"])
+    got = {r["candidate"]: (r["verdict"], r["reason"]) for r in result["results"]}
+    assert got == {"elementwise_a_marks.py": ("PASS", None), "elementwise_b_wrong.py": ("FAIL", "mismatch"),
+                   "elementwise_ok.py": ("PASS", None)}
+
+
+# Kills the process it was forked from (only that one: never the test's), then waits to be ended.
+KILLS_ITS_SERVER = """import os, signal, time
+if b"harness.forkserver" in open(f"/proc/{os.getppid()}/cmdline", "rb").read():
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(60)
+class ModelNew:
+    pass
+"""
+
+
+@pytest.mark.skipif(not forkserver.available(), reason="pairs are forked on Linux only")
+def test_a_pair_that_kills_the_fork_server_crashes_and_the_next_pair_gets_a_new_one(tmp_path):
+    for name in ("elementwise.py", "elementwise_ok.py", "elementwise_wrong.py"):
+        shutil.copy(PROBLEMS / name, tmp_path / name)
+    (tmp_path / "elementwise_kills.py").write_text(KILLS_ITS_SERVER)
+    result = batch.run_batch(str(tmp_path), device="cpu", workers=1, timeout_s=120, trials=1, extra=["--quiet"])
+    got = {r["candidate"]: r for r in result["results"]}
+    assert got["elementwise_kills.py"]["verdict"] == "CRASH"
+    assert "the fork server ended before this pair's process did" in got["elementwise_kills.py"]["message"]
+    assert [got[c]["verdict"] for c in ("elementwise_ok.py", "elementwise_wrong.py")] == ["PASS", "FAIL"]
+
+
+@pytest.mark.gpu
+def test_forked_pairs_each_start_their_own_cuda_context(tmp_path):
+    for name in ("elementwise.py", "elementwise_ok.py", "elementwise_wrong.py", "softmax.py", "softmax_ok.py"):
+        shutil.copy(PROBLEMS / name, tmp_path / name)
+    result = batch.run_batch(str(tmp_path), device="cuda", workers=2, timeout_s=300, trials=2, extra=["--quiet"])
+    got = {r["candidate"]: (r["verdict"], r["reason"]) for r in result["results"]}
+    assert got == {"elementwise_ok.py": ("PASS", None), "elementwise_wrong.py": ("FAIL", "mismatch"),
+                   "softmax_ok.py": ("PASS", None)}, result["results"]
+
+
 def test_a_whole_file_copy_of_its_problem_is_a_candidate_and_ignored_files_say_why(tmp_path):
     problem = (PROBLEMS / "softmax.py").read_text()
     (tmp_path / "softmax.py").write_text(problem)
@@ -299,7 +362,7 @@ def test_a_slow_pair_holds_up_only_its_own_slot():
 def test_each_record_names_its_gpu_and_timing_takes_one_pair_per_gpu(monkeypatch, tmp_path):
     seen = []
 
-    def fake_run_pair(pair, slot, device, timeout_s, trials, extra, tool, gpus, keep):
+    def fake_run_pair(pair, slot, device, timeout_s, trials, extra, tool, gpus, keep, spawn):
         import time as _time
 
         _time.sleep(0.1)  # long enough that both slots take pairs
