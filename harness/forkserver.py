@@ -33,12 +33,15 @@ def _send(fd: int, message: dict) -> None:
     os.write(fd, (json.dumps(message) + "\n").encode())
 
 
-def serve(requests: int = 0, replies: int = 1):
-    """Fork a child per request line, reply {"id", "pid"}, then {"pid", "status"} when it ends.
-    In a child, return the tool's main and its arguments; in the server, return None once the
-    requests end (their sender is gone)."""
+def serve():
+    """Fork a child per request line of stdin, reply {"id", "pid"} on stdout, then {"pid", "status"}
+    when it ends. In a child, return the tool's main and its arguments; in the server, return None
+    once the requests end (their sender is gone)."""
     import importlib
     import warnings
+
+    requests, replies = 0, os.dup(1)
+    os.dup2(2, 1)  # anything an import prints goes to stderr, not into the replies
 
     # The point: every child starts with torch imported, and torch._dynamo, which the check's
     # meta-tensor run imports (1-2 s a pair otherwise).
