@@ -8,4 +8,5 @@
     strict     --strict: the checks that catch a candidate gaming the check
     memory     the device bytes a check needs, worked out before it runs
     batch      --problems: every problem/candidate pair of a folder, each in its own process
+    forkserver those processes forked from one that imported torch once (Linux)
 """
