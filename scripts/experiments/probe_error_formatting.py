@@ -2,8 +2,9 @@
 
 Builds a tiny extension whose ops each fail in one way (a TORCH_CHECK streaming an
 integer, a string literal, a dtype, a pre-formatted std::string, a plain ostringstream
-without any throw, ...) and calls each in a fresh subprocess, so that a crash is
-counted, not fatal. A SIGSEGV handler in the extension prints the C++ backtrace.
+without any throw, ...) and calls each in a process of its own (forked once torch is
+imported), so that a crash is counted, not fatal. A SIGSEGV handler in the extension
+prints the C++ backtrace.
 
     python scripts/experiments/probe_error_formatting.py [--json out.json] [--library-link] [--check]
 """
@@ -13,10 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import time
 from pathlib import Path
 
 SOURCE = r"""
@@ -95,16 +97,17 @@ CASES = ("check_int", "check_literal", "check_dtype", "check_string", "check_two
          "stream_int_no_throw", "stream_double_no_throw", "stream_int_classic", "throw_runtime_error",
          "torch_own_error", "where_symbols")
 
-CHILD = r"""
-import faulthandler, sys, torch
-faulthandler.enable()
-torch.ops.load_library(sys.argv[1])
-try:
-    getattr(torch.ops.kb14probe, sys.argv[2])(torch.zeros(2))
-    print("RETURNED")
-except Exception as e:
-    print("RAISED", type(e).__name__, str(e).splitlines()[0][:120])
-"""
+def run_case(library: str, case: str) -> None:
+    """One case, in a forked process of its own (stdout: RETURNED or RAISED and the error)."""
+    import faulthandler
+    import torch
+    faulthandler.enable()
+    torch.ops.load_library(library)  # build() loaded it already: this one finds it loaded
+    try:
+        getattr(torch.ops.kb14probe, case)(torch.zeros(2))
+        print("RETURNED")
+    except Exception as e:
+        print("RAISED", type(e).__name__, str(e).splitlines()[0][:120])
 
 
 def build(build_dir: Path, library_link: bool) -> Path:
@@ -158,13 +161,31 @@ def probe(build_dir: Path, args) -> int:
                         capture_output=True, text=True).stdout
     facts["library_carries"] = nm.strip().splitlines()
 
-    def call(case):  # in a process of its own: a crash is counted, and no case sees another's state
-        return subprocess.run([sys.executable, "-c", CHILD, str(library), case], capture_output=True, text=True,
-                              timeout=120)
+    def call(case):  # forked, a process of its own: a crash is counted, and no case sees another's state
+        out, err = build_dir / f"{case}.out", build_dir / f"{case}.err"
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for fd, path in ((1, out), (2, err)):
+                    os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+                run_case(str(library), case)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(0)
+        deadline = time.monotonic() + 120
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+        status = done[1]
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return subprocess.CompletedProcess(case, code, out.read_text(), err.read_text())
 
     results = {}
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        procs = list(pool.map(call, CASES))
+    procs = [call(case) for case in CASES]  # one at a time: the cases take milliseconds once forked
     for case, proc in zip(CASES, procs):
         lines = (proc.stdout + proc.stderr).strip().splitlines()
         outcome = "crashed" if proc.returncode < 0 else (lines[0] if lines and lines[0].startswith(("RAISED", "RETURNED")) else "other")
