@@ -6,18 +6,18 @@ Naming convention: in the folder, a problem file defines `Model`, `get_inputs` a
 problem name its file name starts with, so `gemm_epilogue_fast.py` goes with
 `gemm_epilogue.py`, not `gemm.py`.
 
-Each pair runs as its own `check.py` (or `bench.py`) process, so a candidate that raises, crashes its
-process, hangs past `timeout_s` or breaks its CUDA context fails alone and the run goes
-on. On Linux that process is forked from one that imported torch once (harness.forkserver):
-a pair starts in a tenth of a second, not the seconds of a torch import. `workers` worker
-slots run at once, each pinned to one GPU on CUDA (`CUDA_VISIBLE_DEVICES`; more slots than
-GPUs share them round-robin, except for timing, where a GPU runs one pair at a time); a slot takes the next pair as soon as its last one ends, and every record names the
-slot and GPU it ran on. A pair that breaks its CUDA context or hangs ends with its own process:
-the slot's next pair starts a fresh one. `shard`
-(K, N) keeps pairs K-1, K-1+N, ... of the sorted list, so that N machines (a Slurm
-array, Ray, any job runner) split a folder between them; `merge` joins their JSON files
-into the result one run would have given. `keep` keeps each pair's own report (its
-JSON, its printed output and, for bench.py, its plot) in a folder.
+Each pair runs as its own `check.py` (or `bench.py`) process, so a candidate that raises,
+crashes its process, hangs past `timeout_s` or breaks its CUDA context fails alone and the run
+goes on. On Linux that process is forked from one that imported torch once (harness.forkserver):
+a pair starts in a tenth of a second, not the seconds of a torch import. `workers` worker slots
+run at once, each pinned to one GPU on CUDA (`CUDA_VISIBLE_DEVICES`; more slots than GPUs share
+them round-robin, except for timing, where a GPU runs one pair at a time); a slot takes the next
+pair as soon as its last one ends, and every record names the slot and GPU it ran on. A pair
+that breaks its CUDA context or hangs ends with its own process: the slot's next pair starts a
+fresh one. `shard` (K, N) keeps pairs K-1, K-1+N, ... of the sorted list, so that N machines (a
+Slurm array, Ray, any job runner) split a folder between them; `merge` joins their JSON files
+into the result one run would have given. `keep` keeps each pair's own report (its JSON, its
+printed output and, for bench.py, its plot) in a folder.
 """
 
 from __future__ import annotations
