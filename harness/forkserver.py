@@ -22,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ("check.py", "bench.py")
+COMMAND = [sys.executable, "-m", "harness.forkserver"]
 
 
 def available() -> bool:
@@ -45,16 +46,11 @@ def serve():
 
     # The point: every child starts with torch imported, and torch._dynamo, which the check's
     # meta-tensor run imports (1-2 s a pair otherwise).
-    for module in ("torch", "torch._dynamo"):
-        importlib.import_module(module)
+    import torch._dynamo
 
-    import bench
-    import check
-
-    if sys.modules["torch"].cuda.is_initialized():  # a forked child could not use CUDA
+    mains = {tool: importlib.import_module(Path(tool).stem).main for tool in TOOLS}
+    if torch.cuda.is_initialized():  # a forked child could not use CUDA
         raise RuntimeError("the fork server's imports started CUDA")
-
-    mains = {"check.py": check.main, "bench.py": bench.main}
     # torch's import leaves a native thread that holds no lock a child needs (DataLoader forks likewise).
     warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
     pending, running = b"", 0
@@ -93,9 +89,8 @@ def _become_child(request: dict, mains: dict):
         opened = os.open(path, flags, 0o644)
         os.dup2(opened, fd)
         os.close(opened)
-    tool = Path(request["argv"][1]).name
-    sys.argv = [request["argv"][1], *request["argv"][2:]]
-    return mains[tool], sys.argv[1:]
+    sys.argv = request["argv"][1:]  # [check.py or bench.py, its arguments]
+    return mains[Path(sys.argv[0]).name], sys.argv[1:]
 
 
 class ForkedProcess:
@@ -106,15 +101,10 @@ class ForkedProcess:
         self.returncode = None
         self._orphaned = False  # its server ended first
 
-    def poll(self):
-        with self._server.changed:
-            self._ended()
-        return self.returncode
-
     def _ended(self) -> bool:  # with the server's lock held
         status = self._server.statuses.pop(self.pid, None)
         if status is not None:
-            self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            self.returncode = os.waitstatus_to_exitcode(status)
         elif self._server.gone and self.returncode is None:  # nobody left to reap it: end it here
             self._kill_unreaped()
             self.returncode, self._orphaned = -signal.SIGKILL, True
@@ -139,9 +129,6 @@ class ForkedProcess:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-COMMAND = [sys.executable, "-m", "harness.forkserver"]
 
 
 class _Server:

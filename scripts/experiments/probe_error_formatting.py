@@ -180,9 +180,7 @@ def probe(build_dir: Path, args) -> int:
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
-        status = done[1]
-        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        return subprocess.CompletedProcess(case, code, out.read_text(), err.read_text())
+        return subprocess.CompletedProcess(case, os.waitstatus_to_exitcode(done[1]), out.read_text(), err.read_text())
 
     results = {}
     procs = [call(case) for case in CASES]  # one at a time: the cases take milliseconds once forked
