@@ -56,7 +56,7 @@ def append(rows: list[dict], path: Path = TABLE) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists() or path.stat().st_size == 0
     with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")  # csv's default is "\r\n"
         if new:
             writer.writeheader()
         writer.writerows(rows)

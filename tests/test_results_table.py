@@ -20,6 +20,7 @@ def test_append_writes_one_header_and_keeps_rows(tmp_path):
     assert [r["implementation"] for r in rows] == ["a", "b"]
     assert [r["exact"] for r in rows] == ["yes", "no"]
     assert path.read_text().count("commit,date") == 1
+    assert b"\r" not in path.read_bytes()  # one line ending, as the committed table has
     assert list(rows[0]) == list(results_table.COLUMNS)
 
 
@@ -32,6 +33,7 @@ def test_committed_table_has_the_columns():
     rows = results_table.read()
     assert rows and list(rows[0]) == list(results_table.COLUMNS)
     assert all(r["commit"] and r["gpu"] and r["method"] for r in rows)
+    assert b"\r\n" not in results_table.TABLE.read_bytes()
 
 
 def test_a_test_run_appends_its_outcome_counts_as_a_row(tmp_path):
