@@ -109,11 +109,17 @@ struct RowQuotients {
   inline auto operator()(int64_t i) const { return quotient(row[kContiguous ? i : i * col_stride]); }
 };
 
-// A whole vector's lanes at once, for rows whose element loop the compiler leaves scalar (tail_cpu_16bit.cpp:
-// contiguous half rows with F16C); none by default.
+// SumKernel's cascade carries a level after 2^level_power groups of four vectors, level_power at least 4:
+// rows of fewer groups sum in level 0 alone.
+constexpr int64_t kMinLevelPower = 4;
+
+// Rows by whole vectors at once (tail_cpu_16bit.cpp: contiguous 16-bit rows with AVX2); none by default.
+// kAdd: add(acc, elem, v), a vector's lanes into acc (for rows whose element loop the compiler leaves
+// scalar). kShortRows: short_row_sum(elem, n), RowCascade::sum of rows below the cascade's first level
+// (at least one vector) with the accumulators in registers.
 template <typename Elem, int W, int L>
 struct VectorLanes {
-  static constexpr bool kAvailable = false;
+  static constexpr bool kAdd = false, kShortRows = false;
 };
 
 // One row of the reference's intermediate, read through `elem(i)` (the i-th value as
@@ -134,7 +140,7 @@ struct RowCascade {
 
   // acc[l] += vec_lane(v, l) for every lane: by VectorLanes where the row has it.
   inline void add_vector(acc_t (&acc)[W], int64_t v) const {
-    if constexpr (VectorLanes<Elem, W, L>::kAvailable) {
+    if constexpr (VectorLanes<Elem, W, L>::kAdd) {
       VectorLanes<Elem, W, L>::add(acc, elem, v);
     } else {
 #pragma GCC unroll 32
@@ -146,7 +152,7 @@ struct RowCascade {
   // cascade. Vector index of (group i, accumulator k) = i * 4 + k.
   void multi_row_sum(int64_t groups, acc_t (&out)[4][W]) const {
     constexpr int levels = 4;
-    const int64_t level_power = std::max<int64_t>(4, ceil_log2(groups) / levels);
+    const int64_t level_power = std::max<int64_t>(kMinLevelPower, ceil_log2(groups) / levels);
     const int64_t level_step = int64_t(1) << level_power;
     const int64_t level_mask = level_step - 1;
     const auto add_group = [&](acc_t (&level)[4][W], int64_t i) {
@@ -207,6 +213,9 @@ struct RowCascade {
   // vectorized_inner_sum for one row, or the scalar path below one vector.
   acc_t sum(int64_t n) const {
     if (n < L) return scalar_row_sum(n);
+    if constexpr (VectorLanes<Elem, W, L>::kShortRows) {
+      if (n / L / 4 < (int64_t(1) << kMinLevelPower)) return VectorLanes<Elem, W, L>::short_row_sum(elem, n);
+    }
     const int64_t vectors = n / L;
     acc_t lanes[W];
     vector_row_sum(vectors, lanes);

@@ -104,6 +104,38 @@ def test_signed_zero_rows_at_every_cascade_depth(dtype):
             assert _same(ours, ref) and torch.equal(torch.signbit(ours), torch.signbit(ref)), (cols, divisor, scale)
 
 
+# 16-bit rows at every width up to five vectors and around the cascade's first level (1024 elements): the
+# register path for rows below it (tail_cpu_16bit.cpp, short_row_sum), its bound, and its quotients' rounding.
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16_bit_rows_on_both_sides_of_the_first_cascade_level(dtype):
+    gen = torch.Generator().manual_seed(5)
+    for cols in [*range(1, 81), *range(1000, 1050)]:
+        # A wide range of magnitudes, so that float sums round and their order shows.
+        y = (torch.randn(9, cols, generator=gen) * 2.0 ** torch.randint(-12, 12, (9, cols), generator=gen)).to(dtype)
+        y[1, cols // 2] = float("inf")
+        y[2, cols - 1] = float("nan")
+        y[3, :] = torch.finfo(dtype).max
+        for divisor in (2.0, 3.0, 1e-3):
+            assert _same(div_sum_scale(y, divisor, 1.5), div_sum_scale_reference(y, divisor, 1.5)), (cols, divisor)
+
+
+# Rows whose 16-bit result shows the order in which the cascade's four accumulators meet: lane 0 holds
+# 1 + 2^-(m+1) (a tie of the dtype, m its mantissa bits) and two of the others 2^-24 each. Added one at a
+# time, each 2^-24 is half a float ulp and rounds away, and the tie rounds to 1; the two 2^-24 added first
+# would make 2^-23 and lift the result to 1 + 2^-m.
+@pytest.mark.parametrize("dtype,mantissa", [(torch.float16, 10), (torch.bfloat16, 7)])
+def test_16_bit_rows_keep_the_accumulators_order(dtype, mantissa):
+    for cols in (64, 100, 1000):
+        y = torch.zeros(3, cols, dtype=dtype)
+        y[:, 0], y[:, 8] = 1.0, 2.0 ** -(mantissa + 1)  # vector 0, lane 0: accumulator 0
+        y[0, 16], y[0, 32] = 2.0 ** -24, 2.0 ** -24  # accumulators 1 and 2
+        y[1, 32], y[1, 48] = 2.0 ** -24, 2.0 ** -24  # 2 and 3
+        y[2, 16], y[2, 48] = 2.0 ** -24, 2.0 ** -24  # 1 and 3
+        ref = div_sum_scale_reference(y, 1.0, 1.0)
+        assert torch.equal(ref, torch.ones_like(ref))
+        assert torch.equal(div_sum_scale(y, 1.0, 1.0), ref), cols
+
+
 def test_nan_inf_and_signed_zero():
     y = torch.randn(64, 5000)
     y[3, 17] = float("nan")
