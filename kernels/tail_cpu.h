@@ -110,13 +110,14 @@ struct RowQuotients {
 };
 
 // SumKernel's cascade carries a level after 2^level_power groups of four vectors, level_power at least 4:
-// rows of fewer groups sum in level 0 alone.
+// rows of fewer groups (and at least one vector) sum in level 0 alone.
 constexpr int64_t kMinLevelPower = 4;
+inline bool below_first_level(int64_t n, int L) { return n >= L && n / L / 4 < (int64_t(1) << kMinLevelPower); }
 
 // Rows by whole vectors at once (tail_cpu_16bit.cpp: contiguous 16-bit rows with AVX2); none by default.
 // kAdd: add(acc, elem, v), a vector's lanes into acc (for rows whose element loop the compiler leaves
-// scalar). kShortRows: short_row_sum(elem, n), RowCascade::sum of rows below the cascade's first level
-// (at least one vector) with the accumulators in registers.
+// scalar). kShortRows: short_row_sums<R>(elems, n, totals), RowCascade::sum of R rows below the first
+// level, each in its own registers, their operations interleaved.
 template <typename Elem, int W, int L>
 struct VectorLanes {
   static constexpr bool kAdd = false, kShortRows = false;
@@ -214,7 +215,11 @@ struct RowCascade {
   acc_t sum(int64_t n) const {
     if (n < L) return scalar_row_sum(n);
     if constexpr (VectorLanes<Elem, W, L>::kShortRows) {
-      if (n / L / 4 < (int64_t(1) << kMinLevelPower)) return VectorLanes<Elem, W, L>::short_row_sum(elem, n);
+      if (below_first_level(n, L)) {
+        acc_t total;
+        VectorLanes<Elem, W, L>::template short_row_sums<1>(&elem, n, &total);
+        return total;
+      }
     }
     const int64_t vectors = n / L;
     acc_t lanes[W];
@@ -292,7 +297,21 @@ void div_sum_scale_rows(const Rows& a) {
 
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1));
   parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
+    int64_t r = begin;
+    using Lanes = VectorLanes<RowQuotients<scalar_t, kContiguous>, W, L>;
+    if constexpr (Lanes::kShortRows) {
+      // Two short rows at once: each one's chain of additions hides the other's (0.73-0.79x the time at 36
+      // columns; four at once, no faster).
+      for (; r + 2 <= end && below_first_level(cols, L); r += 2) {
+        const RowQuotients<scalar_t, kContiguous> pair[2] = {row_elem(base + r * row_stride),
+                                                             row_elem(base + (r + 1) * row_stride)};
+        acc_t totals[2];
+        Lanes::template short_row_sums<2>(pair, cols, totals);
+        result[r * out_stride] = scaled(store_accumulate<scalar_t>(totals[0]), scale);
+        result[(r + 1) * out_stride] = scaled(store_accumulate<scalar_t>(totals[1]), scale);
+      }
+    }
+    for (; r < end; ++r) {
       const acc_t total = cascade_sum<acc_t, W, L>(row_elem(base + r * row_stride), cols);
       result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);
     }
