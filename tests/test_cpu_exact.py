@@ -136,6 +136,23 @@ def test_16_bit_rows_keep_the_accumulators_order(dtype, mantissa):
         assert torch.equal(div_sum_scale(y, 1.0, 1.0), ref), cols
 
 
+# One column: the elementwise path (tail_cpu.h, cols == 1), contiguous and as a strided view, on both sides
+# of the row split across threads; -0, NaN and inf among the values.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_single_column_rows(dtype):
+    gen = torch.Generator().manual_seed(11)
+    for rows in (1, 5, 1000, 70001):
+        y = (torch.randn(rows, 3, generator=gen) * 100).to(dtype)
+        y[0, :] = -0.0
+        if rows > 2:
+            y[1, :], y[2, :] = float("nan"), float("-inf")
+        for column in (y[:, 1:2], y[:, 1:2].contiguous()):
+            for divisor, scale in ((2.0, 1.5), (3.0, -0.7), (1e-3, 2.0)):
+                ours, ref = div_sum_scale(column, divisor, scale), div_sum_scale_reference(column, divisor, scale)
+                assert _same(ours, ref), (rows, divisor, scale)
+                assert torch.equal(torch.signbit(ours[0]), torch.signbit(ref[0]))
+
+
 def test_nan_inf_and_signed_zero():
     y = torch.randn(64, 5000)
     y[3, 17] = float("nan")
