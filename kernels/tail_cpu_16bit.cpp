@@ -69,13 +69,16 @@ struct VectorLanes<RowQuotients<scalar_t, true>, 8, 16> {
         for (int k = 0; k < 4; ++k) acc[r][k] = _mm256_add_ps(acc[r][k], lanes(e[r], 4 * i + k, divisor));
     for (int64_t v = groups * 4; v < vectors; ++v)
       for (int r = 0; r < R; ++r) acc[r][0] = _mm256_add_ps(acc[r][0], lanes(e[r], v, divisor));
-    alignas(32) float lane[R][8];
+    alignas(32) float lane[R][8], last[R][16];
     for (int r = 0; r < R; ++r) {
       _mm256_store_ps(lane[r], _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), acc[r][2]), acc[r][3]));
+      // The scalar tail's quotients from the row's last 16 elements (n >= 16), by vector too.
+      _mm256_store_ps(last[r], quotients(e[r].row + n - 16, divisor));
+      _mm256_store_ps(last[r] + 8, quotients(e[r].row + n - 8, divisor));
       totals[r] = 0;
     }
     for (int64_t i = vectors * 16; i < n; ++i)
-      for (int r = 0; r < R; ++r) totals[r] += e[r](i);
+      for (int r = 0; r < R; ++r) totals[r] += last[r][i - (n - 16)];
     for (int l = 0; l < 8; ++l)
       for (int r = 0; r < R; ++r) totals[r] += lane[r][l];
   }
