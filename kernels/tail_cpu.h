@@ -231,6 +231,18 @@ struct RowCascade {
   }
 };
 
+// RowCascade::sum of a row shorter than one vector, from its quotients: four accumulators from +0, element
+// 4 i + k to the k-th, the leftovers to the first, then the four in order (level 0 only: at most 15 elements).
+template <typename acc_t>
+inline acc_t sum_below_one_vector(const acc_t* q, int64_t n) {
+  acc_t acc[4] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
+  const int64_t grouped = n / 4 * 4;
+  for (int64_t i = 0; i < grouped; i += 4)
+    for (int k = 0; k < 4; ++k) acc[k] += q[i + k];
+  for (int64_t i = grouped; i < n; ++i) acc[0] += q[i];
+  return ((acc[0] + acc[1]) + acc[2]) + acc[3];
+}
+
 template <typename acc_t, int W, int L, typename Elem>
 acc_t cascade_sum(const Elem& elem, int64_t n) {
   return RowCascade<acc_t, W, L, Elem>{elem}.sum(n);
@@ -302,6 +314,28 @@ void div_sum_scale_rows(const Rows& a) {
     parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r)
         result[r * out_stride] = scaled(store_accumulate<scalar_t>(acc_t(0) + quotient(base[r * row_stride])), scale);
+    });
+    return;
+  }
+  if (kContiguous && cols < L && row_stride == cols) {
+    // Packed rows shorter than one vector (SumKernel's scalar path): the quotients of a block of rows by one
+    // flat loop, then each row's four accumulators from them (one quotient at a time: 1.1-1.9x the
+    // reference's time).
+    using Lanes = VectorLanes<RowQuotients<scalar_t, true>, W, L>;
+    constexpr int64_t kBlock = 2048;
+    const int64_t block_rows = kBlock / cols;
+    parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
+      acc_t q[kBlock];
+      for (int64_t first = begin; first < end; first += block_rows) {
+        const int64_t last = std::min(end, first + block_rows);
+        const scalar_t* p = base + first * cols;
+        const int64_t n = (last - first) * cols;
+        int64_t i = 0;
+        if constexpr (Lanes::kShortRows) i = Lanes::block_quotients(p, n, quotient, q);
+        for (; i < n; ++i) q[i] = quotient(p[i]);
+        for (int64_t r = first; r < last; ++r)
+          result[r * out_stride] = scaled(store_accumulate<scalar_t>(sum_below_one_vector(q + (r - first) * cols, cols)), scale);
+      }
     });
     return;
   }

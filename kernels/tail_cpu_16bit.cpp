@@ -50,6 +50,14 @@ struct VectorLanes<RowQuotients<scalar_t, true>, 8, 16> {
     const scalar_t* p = e.row + v * 16;
     return _mm256_add_ps(quotients(p, divisor), quotients(p + 8, divisor));
   }
+  // The quotients of p[0, n) by eight, as far as whole vectors go; returns how many.
+  static inline int64_t block_quotients(const scalar_t* p, int64_t n, const CpuQuotient<scalar_t>& quotient,
+                                        float* q) {
+    const __m256 divisor = _mm256_set1_ps(quotient.divisor);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(q + i, quotients(p + i, divisor));
+    return i;
+  }
   static inline void add(float (&acc)[8], const Row& e, int64_t v) {
     const __m256 lanes_v = lanes(e, v, _mm256_set1_ps(e.quotient.divisor));
     _mm256_storeu_ps(acc, _mm256_add_ps(_mm256_loadu_ps(acc), lanes_v));

@@ -136,6 +136,22 @@ def test_16_bit_rows_keep_the_accumulators_order(dtype, mantissa):
         assert torch.equal(div_sum_scale(y, 1.0, 1.0), ref), cols
 
 
+# Packed rows shorter than one vector (their quotients a block of rows at a time, tail_cpu.h), every width,
+# blocks cut mid-thread-range, and the same widths as padded rows (the per-row path).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_rows_shorter_than_one_vector(dtype):
+    gen = torch.Generator().manual_seed(13)
+    for cols in range(2, 16):
+        for rows in (1, 7, 1025, 40000):
+            y = (torch.randn(rows, cols + 1, generator=gen) * 2.0 ** torch.randint(-12, 12, (rows, cols + 1),
+                                                                                      generator=gen)).to(dtype)
+            y[0, 0], y[-1, -1] = float("nan"), float("inf")
+            for view in (y[:, :cols].contiguous(), y[:, :cols]):
+                for divisor in (2.0, 3.0):
+                    ours, ref = div_sum_scale(view, divisor, 1.5), div_sum_scale_reference(view, divisor, 1.5)
+                    assert _same(ours, ref), (cols, rows, divisor)
+
+
 # One column: the elementwise path (tail_cpu.h, cols == 1), contiguous and as a strided view, on both sides
 # of the row split across threads; -0, NaN and inf among the values.
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
