@@ -12,11 +12,14 @@
 //                    scalar tail, then the lanes in order; one row split across
 //                    threads in two passes when there is a single output
 //   * scale          ATen's CPU multiply: out * float(scale) in the tensor's type
-// The quotient is never stored: each element is divided as it is loaded, so y is
-// read once.
+// Each element is divided as it is loaded (rows shorter than one vector: a block of at
+// most 2,048 quotients at a time, in L1), so y is read once and the quotient never stored.
 
 #pragma once
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 #include <omp.h>
 
 #include <algorithm>
@@ -114,13 +117,92 @@ struct RowQuotients {
 constexpr int64_t kMinLevelPower = 4;
 inline bool below_first_level(int64_t n, int L) { return n >= L && n / L / 4 < (int64_t(1) << kMinLevelPower); }
 
-// Rows by whole vectors at once (tail_cpu_16bit.cpp: contiguous 16-bit rows with AVX2); none by default.
-// kAdd: add(acc, elem, v), a vector's lanes into acc (for rows whose element loop the compiler leaves
-// scalar). kShortRows: short_row_sums<R>(elems, n, totals), RowCascade::sum of R rows below the first
-// level, each in its own registers, their operations interleaved.
+// A vector's quotients in registers, where the machine has the instructions (AVX; 16-bit types:
+// tail_cpu_16bit.cpp): `lanes(p, d)`, SumKernel's W accumulator lanes of the L elements at p (16-bit:
+// element l plus element 8 + l), and `quotients(p, d, out)`, the L quotients themselves. kAdd: whether
+// add() beats the compiler's loop on long rows.
+template <typename scalar_t> struct SimdQuotients {
+  static constexpr bool kAvailable = false, kAdd = false;
+};
+#if defined(__AVX__)
+template <> struct SimdQuotients<float> {
+  static constexpr bool kAvailable = true, kAdd = false;
+  using V = __m256;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V broadcast(float d) { return _mm256_set1_ps(d); }
+  static V lanes(const float* p, V d) { return _mm256_div_ps(_mm256_loadu_ps(p), d); }
+  static void quotients(const float* p, V d, float* out) { store(out, lanes(p, d)); }
+};
+template <> struct SimdQuotients<double> {
+  static constexpr bool kAvailable = true, kAdd = false;
+  using V = __m256d;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+  static V broadcast(double d) { return _mm256_set1_pd(d); }
+  static V lanes(const double* p, V d) { return _mm256_div_pd(_mm256_loadu_pd(p), d); }
+  static void quotients(const double* p, V d, double* out) { store(out, lanes(p, d)); }
+};
+#endif
+
+// Rows by whole vectors at once; none by default. kAdd: add(acc, elem, v), a vector's lanes into acc.
+// kShortRows: short_row_sums<R>(elems, n, totals), RowCascade::sum of R contiguous rows below the first
+// level, each in its own registers, their operations interleaved; block_quotients for shorter rows.
 template <typename Elem, int W, int L>
 struct VectorLanes {
   static constexpr bool kAdd = false, kShortRows = false;
+};
+template <typename scalar_t, int W, int L>
+struct VectorLanes<RowQuotients<scalar_t, true>, W, L> {
+  using S = SimdQuotients<scalar_t>;
+  using acc_t = typename AccType<scalar_t>::type;
+  using Row = RowQuotients<scalar_t, true>;
+  // SumKernel's 32-byte vector only (the scalar path's cascade is RowCascade<acc_t, 1, 1>).
+  static constexpr bool kVector = L * sizeof(scalar_t) == 32 && W * sizeof(acc_t) == 32;
+  static constexpr bool kAdd = kVector && S::kAdd, kShortRows = kVector && S::kAvailable;
+
+  static inline void add(acc_t (&acc)[W], const Row& e, int64_t v) {
+    S::store(acc, S::add(S::load(acc), S::lanes(e.row + v * L, S::broadcast(e.quotient.divisor))));
+  }
+  // The quotients of p[0, n) by vectors, as far as whole vectors go; returns how many.
+  static inline int64_t block_quotients(const scalar_t* p, int64_t n, const CpuQuotient<scalar_t>& quotient,
+                                        acc_t* q) {
+    const auto d = S::broadcast(quotient.divisor);
+    int64_t i = 0;
+    for (; i + L <= n; i += L) S::quotients(p + i, d, q + i);
+    return i;
+  }
+  // RowCascade::sum's operations for R rows below the first level (vector_row_sum, multi_row_sum's level 0),
+  // row by row: four accumulators from +0, one per vector of a group, the leftover vectors into the first,
+  // the four in order; then the scalar tail (its quotients from the row's last L elements) and the lanes
+  // (bf16 8192 x 100: 1.3x faster than the generic cascade).
+  template <int R>
+  static inline void short_row_sums(const Row* e, int64_t n, acc_t* totals) {
+    const auto d = S::broadcast(e[0].quotient.divisor);
+    const int64_t vectors = n / L, groups = vectors / 4;
+    typename S::V acc[R][4];
+    for (int r = 0; r < R; ++r)
+      for (int k = 0; k < 4; ++k) acc[r][k] = S::zero();
+    for (int64_t i = 0; i < groups; ++i)
+      for (int r = 0; r < R; ++r)
+        for (int k = 0; k < 4; ++k) acc[r][k] = S::add(acc[r][k], S::lanes(e[r].row + (4 * i + k) * L, d));
+    for (int64_t v = groups * 4; v < vectors; ++v)
+      for (int r = 0; r < R; ++r) acc[r][0] = S::add(acc[r][0], S::lanes(e[r].row + v * L, d));
+    alignas(32) acc_t lane[R][W], last[R][L];
+    for (int r = 0; r < R; ++r) {
+      S::store(lane[r], S::add(S::add(S::add(acc[r][0], acc[r][1]), acc[r][2]), acc[r][3]));
+      S::quotients(e[r].row + n - L, d, last[r]);
+      totals[r] = 0;
+    }
+    for (int64_t i = vectors * L; i < n; ++i)
+      for (int r = 0; r < R; ++r) totals[r] += last[r][i - (n - L)];
+    for (int l = 0; l < W; ++l)
+      for (int r = 0; r < R; ++r) totals[r] += lane[r][l];
+  }
 };
 
 // One row of the reference's intermediate, read through `elem(i)` (the i-th value as
