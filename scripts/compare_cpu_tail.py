@@ -8,6 +8,7 @@ with both trees' outputs checked equal to the reference's (torch.equal). `--tabl
 medians to the measurements table.
 
     python scripts/compare_cpu_tail.py [--base HEAD] [--threads 1 2] [--dtypes float16 bfloat16]
+                                       [--shapes 8192x36 1024x8192 ...]
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", default="HEAD", help="the commit to compare the working tree with")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16"])
+    p.add_argument("--shapes", nargs="+", default=[f"{r}x{c}" for r, c in SHAPES], help="ROWSxCOLS ...")
     p.add_argument("--rounds", type=int, default=40)
     p.add_argument("--calls", type=int, default=5)
     p.add_argument("--machine", default=f"{os.cpu_count()}-core CPU machine", help="the table's gpu column")
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         for threads in args.threads:
             torch.set_num_threads(threads)
             for dtype in (getattr(torch, d) for d in args.dtypes):
-                for r, c in SHAPES:
+                for r, c in (map(int, shape.split("x")) for shape in args.shapes):
                     rows += time_shape(kernels, dtype, r, c, threads, args.rounds, args.calls)
     common = dict(commit=tree_rev, gpu=args.machine,
                   torch=torch.__version__, method="in turn, mean of calls, median of rounds")
