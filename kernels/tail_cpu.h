@@ -195,11 +195,13 @@ struct VectorLanes<RowQuotients<scalar_t, true>, W, L> {
     alignas(32) acc_t lane[R][W], last[R][L];
     for (int r = 0; r < R; ++r) {
       S::store(lane[r], S::add(S::add(S::add(acc[r][0], acc[r][1]), acc[r][2]), acc[r][3]));
-      S::quotients(e[r].row + n - L, d, last[r]);
       totals[r] = 0;
     }
-    for (int64_t i = vectors * L; i < n; ++i)
-      for (int r = 0; r < R; ++r) totals[r] += last[r][i - (n - L)];
+    if (vectors * L < n) {
+      for (int r = 0; r < R; ++r) S::quotients(e[r].row + n - L, d, last[r]);
+      for (int64_t i = vectors * L; i < n; ++i)
+        for (int r = 0; r < R; ++r) totals[r] += last[r][i - (n - L)];
+    }
     for (int l = 0; l < W; ++l)
       for (int r = 0; r < R; ++r) totals[r] += lane[r][l];
   }
