@@ -17,9 +17,6 @@
 
 #pragma once
 
-#if defined(__AVX__)
-#include <immintrin.h>
-#endif
 #include <omp.h>
 
 #include <algorithm>
@@ -117,41 +114,36 @@ struct RowQuotients {
 constexpr int64_t kMinLevelPower = 4;
 inline bool below_first_level(int64_t n, int L) { return n >= L && n / L / 4 < (int64_t(1) << kMinLevelPower); }
 
-// A vector's quotients in registers, where the machine has the instructions (AVX; 16-bit types:
-// tail_cpu_16bit.cpp): `lanes(p, d)`, SumKernel's W accumulator lanes of the L elements at p (16-bit:
-// element l plus element 8 + l), and `quotients(p, d, out)`, the L quotients themselves. kAdd: whether
-// add() beats the compiler's loop on long rows.
+// A vector's quotients in registers (GCC's vector types; 16-bit types: tail_cpu_16bit.cpp, with F16C and
+// AVX2): `lanes(p, d)`, SumKernel's W accumulator lanes of the L elements at p (16-bit: element l plus
+// element 8 + l), and `quotients(p, d, out)`, the L quotients themselves. kAdd: whether add() beats the
+// compiler's loop on long rows.
 template <typename scalar_t> struct SimdQuotients {
   static constexpr bool kAvailable = false, kAdd = false;
 };
-#if defined(__AVX__)
-template <> struct SimdQuotients<float> {
+template <typename T>
+struct SimdOf32Bytes {
   static constexpr bool kAvailable = true, kAdd = false;
-  using V = __m256;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V broadcast(float d) { return _mm256_set1_ps(d); }
-  static V lanes(const float* p, V d) { return _mm256_div_ps(_mm256_loadu_ps(p), d); }
-  static void quotients(const float* p, V d, float* out) { store(out, lanes(p, d)); }
+  typedef T V __attribute__((vector_size(32)));
+  static_assert(sizeof(V) == 32, "a vector of 32 bytes");
+  static V zero() { return V{}; }
+  static V add(V a, V b) { return a + b; }
+  static V load(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  static void store(T* p, V v) { std::memcpy(p, &v, sizeof(v)); }
+  static V broadcast(T d) { return V{} + d; }
+  static V lanes(const T* p, V d) { return load(p) / d; }
+  static void quotients(const T* p, V d, T* out) { store(out, lanes(p, d)); }
 };
-template <> struct SimdQuotients<double> {
-  static constexpr bool kAvailable = true, kAdd = false;
-  using V = __m256d;
-  static V zero() { return _mm256_setzero_pd(); }
-  static V add(V a, V b) { return _mm256_add_pd(a, b); }
-  static V load(const double* p) { return _mm256_loadu_pd(p); }
-  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
-  static V broadcast(double d) { return _mm256_set1_pd(d); }
-  static V lanes(const double* p, V d) { return _mm256_div_pd(_mm256_loadu_pd(p), d); }
-  static void quotients(const double* p, V d, double* out) { store(out, lanes(p, d)); }
-};
-#endif
+template <> struct SimdQuotients<float> : SimdOf32Bytes<float> {};
+template <> struct SimdQuotients<double> : SimdOf32Bytes<double> {};
 
 // Rows by whole vectors at once; none by default. kAdd: add(acc, elem, v), a vector's lanes into acc.
-// kShortRows: short_row_sums<R>(elems, n, totals), RowCascade::sum of R contiguous rows below the first
-// level, each in its own registers, their operations interleaved; block_quotients for shorter rows.
+// kShortRows: pair_sums(rows, n, totals), RowCascade::sum of two contiguous rows below the first level,
+// each in its own registers; block_quotients for rows shorter than a vector.
 template <typename Elem, int W, int L>
 struct VectorLanes {
   static constexpr bool kAdd = false, kShortRows = false;
@@ -176,12 +168,14 @@ struct VectorLanes<RowQuotients<scalar_t, true>, W, L> {
     for (; i + L <= n; i += L) S::quotients(p + i, d, q + i);
     return i;
   }
-  // RowCascade::sum's operations for R rows below the first level (vector_row_sum, multi_row_sum's level 0),
-  // row by row: four accumulators from +0, one per vector of a group, the leftover vectors into the first,
-  // the four in order; then the scalar tail (its quotients from the row's last L elements) and the lanes
-  // (bf16 8192 x 100: 1.3x faster than the generic cascade).
-  template <int R>
-  static inline void short_row_sums(const Row* e, int64_t n, acc_t* totals) {
+  // RowCascade::sum's operations for two rows below the first level (vector_row_sum, multi_row_sum's
+  // level 0), row by row: four accumulators from +0, one per vector of a group, the leftover vectors into the
+  // first, the four in order; then the scalar tail (its quotients from the row's last L elements) and the
+  // lanes. The two rows' operations interleave, each one's chain of additions hiding the other's (bf16
+  // 8192 x 100: 1.3x faster than the generic cascade; two rows at once 0.73-0.79x the time of one at 36
+  // columns, four no faster).
+  static inline void pair_sums(const Row (&e)[2], int64_t n, acc_t (&totals)[2]) {
+    constexpr int R = 2;
     const auto d = S::broadcast(e[0].quotient.divisor);
     const int64_t vectors = n / L, groups = vectors / 4;
     typename S::V acc[R][4];
@@ -298,13 +292,6 @@ struct RowCascade {
   // vectorized_inner_sum for one row, or the scalar path below one vector.
   acc_t sum(int64_t n) const {
     if (n < L) return scalar_row_sum(n);
-    if constexpr (VectorLanes<Elem, W, L>::kShortRows) {
-      if (below_first_level(n, L)) {
-        acc_t total;
-        VectorLanes<Elem, W, L>::template short_row_sums<1>(&elem, n, &total);
-        return total;
-      }
-    }
     const int64_t vectors = n / L;
     acc_t lanes[W];
     vector_row_sum(vectors, lanes);
@@ -427,15 +414,14 @@ void div_sum_scale_rows(const Rows& a) {
     int64_t r = begin;
     using Lanes = VectorLanes<RowQuotients<scalar_t, kContiguous>, W, L>;
     if constexpr (Lanes::kShortRows) {
-      // Two short rows at once: each one's chain of additions hides the other's (0.73-0.79x the time at 36
-      // columns; four at once, no faster).
-      for (; r + 2 <= end && below_first_level(cols, L); r += 2) {
+      for (; r < end && below_first_level(cols, L); r += 2) {
+        const int64_t second = std::min(r + 1, end - 1);  // an odd last row is summed twice
         const RowQuotients<scalar_t, kContiguous> pair[2] = {row_elem(base + r * row_stride),
-                                                             row_elem(base + (r + 1) * row_stride)};
+                                                             row_elem(base + second * row_stride)};
         acc_t totals[2];
-        Lanes::template short_row_sums<2>(pair, cols, totals);
+        Lanes::pair_sums(pair, cols, totals);
         result[r * out_stride] = scaled(store_accumulate<scalar_t>(totals[0]), scale);
-        result[(r + 1) * out_stride] = scaled(store_accumulate<scalar_t>(totals[1]), scale);
+        result[second * out_stride] = scaled(store_accumulate<scalar_t>(totals[1]), scale);
       }
     }
     for (; r < end; ++r) {

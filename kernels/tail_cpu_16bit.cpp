@@ -6,6 +6,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <immintrin.h>
+
 namespace kb14 {
 namespace {
 template <> struct AccType<c10::Half> { using type = float; };
@@ -37,12 +39,13 @@ inline __m256 quotients8(const c10::BFloat16* p, __m256 divisor) {
 #if defined(__AVX__)
 // SimdQuotients (tail_cpu.h) for a 16-bit vector: sixteen elements, eight lanes.
 template <typename scalar_t, bool kAddLongRows>
-struct Simd16 : SimdQuotients<float> {
-  static constexpr bool kAvailable = true, kAdd = kAddLongRows;
-  static V lanes(const scalar_t* p, V d) { return _mm256_add_ps(quotients8(p, d), quotients8(p + 8, d)); }
+struct Simd16 : SimdOf32Bytes<float> {
+  static constexpr bool kAdd = kAddLongRows;
+  static V q8(const scalar_t* p, V d) { return reinterpret_cast<V>(quotients8(p, reinterpret_cast<__m256>(d))); }
+  static V lanes(const scalar_t* p, V d) { return q8(p, d) + q8(p + 8, d); }
   static void quotients(const scalar_t* p, V d, float* out) {
-    store(out, quotients8(p, d));
-    store(out + 8, quotients8(p + 8, d));
+    store(out, q8(p, d));
+    store(out + 8, q8(p + 8, d));
   }
 };
 #endif
