@@ -6,7 +6,9 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#if defined(__AVX__)
 #include <immintrin.h>
+#endif
 
 namespace kb14 {
 namespace {
