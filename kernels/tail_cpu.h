@@ -379,36 +379,42 @@ void div_sum_scale_rows(const Rows& a) {
   }
 
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1));
-  if (cols == 1) {
-    // The cascade adds a row's one quotient to +0, then adds +0s (no-ops: the sum is never -0): an
-    // elementwise loop (the cascade's set-up cost 2.5-4x the reference's time).
-    parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r)
-        result[r * out_stride] = scaled(store_accumulate<scalar_t>(acc_t(0) + quotient(base[r * row_stride])), scale);
-    });
-    return;
-  }
-  if (kContiguous && cols < L && row_stride == cols) {
-    // Packed rows shorter than one vector (SumKernel's scalar path): the quotients of a block of rows by one
-    // flat loop, then each row's four accumulators from them (one quotient at a time: 1.1-1.9x the
-    // reference's time).
-    using Lanes = VectorLanes<RowQuotients<scalar_t, true>, W, L>;
-    constexpr int64_t kBlock = 2048;
-    const int64_t block_rows = kBlock / cols;
-    parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
-      acc_t q[kBlock];
-      for (int64_t first = begin; first < end; first += block_rows) {
-        const int64_t last = std::min(end, first + block_rows);
-        const scalar_t* p = base + first * cols;
-        const int64_t n = (last - first) * cols;
-        int64_t i = 0;
-        if constexpr (Lanes::kShortRows) i = Lanes::block_quotients(p, n, quotient, q);
-        for (; i < n; ++i) q[i] = quotient(p[i]);
-        for (int64_t r = first; r < last; ++r)
-          result[r * out_stride] = scaled(store_accumulate<scalar_t>(sum_below_one_vector(q + (r - first) * cols, cols)), scale);
-      }
-    });
-    return;
+  if constexpr (kContiguous) {  // (the dispatch takes single columns as contiguous)
+    if (cols == 1) {
+      // The cascade adds a row's one quotient to +0, then adds +0s (no-ops: the sum is never -0): an
+      // elementwise loop (the cascade's set-up cost 2.5-4x the reference's time).
+      parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const acc_t total = acc_t(0) + quotient(base[r * row_stride]);
+          result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);
+        }
+      });
+      return;
+    }
+    if (cols < L && row_stride == cols) {
+      // Packed rows shorter than one vector (SumKernel's scalar path): the quotients of a block of rows by
+      // one flat loop, then each row's four accumulators from them (one quotient at a time: 1.1-1.9x the
+      // reference's time).
+      using Lanes = VectorLanes<RowQuotients<scalar_t, true>, W, L>;
+      constexpr int64_t kBlock = 2048;
+      const int64_t block_rows = kBlock / cols;
+      parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
+        acc_t q[kBlock];
+        for (int64_t first = begin; first < end; first += block_rows) {
+          const int64_t last = std::min(end, first + block_rows);
+          const scalar_t* p = base + first * cols;
+          const int64_t n = (last - first) * cols;
+          int64_t i = 0;
+          if constexpr (Lanes::kShortRows) i = Lanes::block_quotients(p, n, quotient, q);
+          for (; i < n; ++i) q[i] = quotient(p[i]);
+          for (int64_t r = first; r < last; ++r) {
+            const acc_t total = sum_below_one_vector(q + (r - first) * cols, cols);
+            result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);
+          }
+        }
+      });
+      return;
+    }
   }
   parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
     int64_t r = begin;

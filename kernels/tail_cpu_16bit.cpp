@@ -26,7 +26,8 @@ inline __m256 quotients8(const c10::Half* p, __m256 divisor) {
 #endif
 #if defined(__AVX2__)
 inline __m256 quotients8(const c10::BFloat16* p, __m256 divisor) {
-  // In GCC's vector types, so that the NaN select is a masked move where AVX-512 has one (blendv: 1.13x slower).
+  // In GCC's vector types, so that the NaN select is a masked move where AVX-512 has one (blendv: 1.13x
+  // slower).
   using u16x8 = uint16_t __attribute__((vector_size(16)));
   using u32x8 = uint32_t __attribute__((vector_size(32)));
   u16x8 raw;
@@ -43,7 +44,9 @@ inline __m256 quotients8(const c10::BFloat16* p, __m256 divisor) {
 template <typename scalar_t, bool kAddLongRows>
 struct Simd16 : SimdOf32Bytes<float> {
   static constexpr bool kAdd = kAddLongRows;
-  static V q8(const scalar_t* p, V d) { return reinterpret_cast<V>(quotients8(p, reinterpret_cast<__m256>(d))); }
+  static V q8(const scalar_t* p, V d) {
+    return reinterpret_cast<V>(quotients8(p, reinterpret_cast<__m256>(d)));
+  }
   static V lanes(const scalar_t* p, V d) { return q8(p, d) + q8(p + 8, d); }
   static void quotients(const scalar_t* p, V d, float* out) {
     store(out, q8(p, d));
