@@ -416,11 +416,12 @@ void div_sum_scale_rows(const Rows& a) {
       return;
     }
   }
+  const bool short_rows = below_first_level(cols, L);
   parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
     int64_t r = begin;
     using Lanes = VectorLanes<RowQuotients<scalar_t, kContiguous>, W, L>;
     if constexpr (Lanes::kShortRows) {
-      for (; r < end && below_first_level(cols, L); r += 2) {
+      for (; short_rows && r < end; r += 2) {
         const int64_t second = std::min(r + 1, end - 1);  // an odd last row is summed twice
         const RowQuotients<scalar_t, kContiguous> pair[2] = {row_elem(base + r * row_stride),
                                                              row_elem(base + second * row_stride)};

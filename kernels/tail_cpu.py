@@ -59,13 +59,18 @@ _kernel = None
 _vector = None
 
 
-def _load():
-    global _kernel, _vector
-    library = ctypes.CDLL(str(jit.load("tail_cpu")))
-    fn = library.kb14_div_sum_scale_cpu
+def entry_point(library):
+    """The built module's C entry point (tail_cpu.cpp), typed for ctypes."""
+    fn = ctypes.CDLL(str(library)).kb14_div_sum_scale_cpu
     i64, dbl, ptr = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
     fn.argtypes = [ctypes.c_int, ptr, ptr, i64, i64, i64, i64, i64, dbl, dbl, ctypes.c_int]
     fn.restype = ctypes.c_int
+    return fn
+
+
+def _load():
+    global _kernel, _vector
+    fn = entry_point(jit.load("tail_cpu"))
     _vector = _vector_bytes()
     _kernel = fn
     return fn

@@ -14,7 +14,6 @@ medians to the measurements table.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import statistics
 import subprocess
@@ -29,17 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from harness import results_table  # noqa: E402
 from kernels import jit  # noqa: E402
+from kernels.tail_cpu import DTYPE_CODE, entry_point  # noqa: E402
 
 SHAPES = [(8192, 36), (8192, 64), (8192, 100), (4096, 300), (2048, 1000), (1024, 8192)]
-DTYPE_CODE = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3}
-
-
-def entry_point(library: Path):
-    fn = ctypes.CDLL(str(library)).kb14_div_sum_scale_cpu
-    i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    fn.argtypes = [ctypes.c_int, ptr, ptr, i64, i64, i64, i64, i64, ctypes.c_double, ctypes.c_double, ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
 
 
 def build_base(rev: str, out: Path) -> Path:
