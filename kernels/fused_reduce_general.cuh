@@ -98,6 +98,38 @@ __device__ __forceinline__ acc_t warp_tree(acc_t v, int n) {
   return v;
 }
 
+// The reference's tree over a block's leaves, thread (x, y) of bx lanes x by warps: lanes first from 2.10,
+// warps first before. True on thread (0, 0), which then holds the total; every thread calls it (a barrier).
+// slots: bx * by accumulators (unused for lanes first on one warp's width), totals: by.
+template <typename acc_t>
+__device__ __forceinline__ bool block_tree(acc_t leaf, int bx, int by, int x, int y, acc_t* slots, acc_t* totals,
+                                           acc_t& total) {
+  if constexpr (kOrder.lanes_before_warps) {
+    const acc_t w = lane_tree(leaf, bx, x, slots + y * bx);
+    if (x == 0) totals[y] = w;
+    __syncthreads();
+    if (y != 0 || x >= kWarp) return false;
+    total = warp_tree(x < by ? totals[x] : acc_t(0), by);
+  } else {
+    // Warps first, then the lanes; by one warp, as __syncwarp orders only one warp's accesses.
+    slots[y * bx + x] = leaf;
+    __syncthreads();
+    if (y != 0 || x >= kWarp) return false;
+    for (int lane = x, first = 0; first < bx; first += kWarp, lane += kWarp)  // a fixed count: one warp's folds
+      for (int offset = by >> 1; offset > 0 && lane < bx; offset >>= 1)
+        for (int w = 0; w < offset; ++w) slots[w * bx + lane] = slots[w * bx + lane] + slots[(w + offset) * bx + lane];
+    if (bx > kWarp) {  // a lane reads other lanes' slots only here
+      __syncwarp();
+      for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
+        for (int lane = x; lane < offset; lane += kWarp) slots[lane] = slots[lane] + slots[lane + offset];
+        __syncwarp();
+      }
+    }
+    total = shuffle_tree(x < bx ? slots[x] : acc_t(0), bx < kWarp ? bx : kWarp);
+  }
+  return x == 0;
+}
+
 // A logical thread's leaf: its V accumulators added in order.
 template <typename acc_t, int V>
 __device__ __forceinline__ acc_t leaf_sum(const acc_t (&acc)[V]) {
@@ -202,30 +234,7 @@ __global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) spl
   const acc_t leaf = row_leaf<scalar_t, V, U>(a, vectorized, row, r, t, x, y == 0 && c == 0);
   allow_dependent_launch();
   acc_t total;
-  if constexpr (kOrder.lanes_before_warps) {
-    const acc_t w = lane_tree(leaf, bx, x, smem + y * bx);
-    if (x == 0) warp_totals[y] = w;
-    __syncthreads();
-    if (y != 0 || x >= kWarp) return;
-    total = warp_tree(x < by ? warp_totals[x] : acc_t(0), by);
-  } else {
-    // Warps first, then the lanes; by one warp, as __syncwarp orders only one warp's accesses.
-    smem[y * bx + x] = leaf;
-    __syncthreads();
-    if (y != 0 || x >= kWarp) return;
-    for (int lane = x; lane < bx; lane += kWarp)
-      for (int offset = by >> 1; offset > 0; offset >>= 1)
-        for (int w = 0; w < offset; ++w) smem[w * bx + lane] = smem[w * bx + lane] + smem[(w + offset) * bx + lane];
-    __syncwarp();
-    if (bx > kWarp) {
-      for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
-        for (int lane = x; lane < offset; lane += kWarp) smem[lane] = smem[lane] + smem[lane + offset];
-        __syncwarp();
-      }
-    }
-    total = shuffle_tree(x < bx ? smem[x] : acc_t(0), bx < kWarp ? bx : kWarp);
-  }
-  if (x != 0) return;
+  if (!block_tree(leaf, bx, by, x, y, smem, warp_totals, total)) return;
   if (a.ctas > 1) a.partials[r * a.ctas + c] = total;
   else a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }

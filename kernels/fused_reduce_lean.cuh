@@ -128,32 +128,8 @@ __device__ __forceinline__ void record_warmed_trigger(const LeanArgs<scalar_t>& 
     *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(a.launch_serial) << 32 | warm_clock();
 }
 
-// The end of a block row: the leaves meet in the reference's block tree; every thread calls it (a barrier).
+// A block row's tree: slots for the warps' totals (lanes first) or every leaf (warps first).
 constexpr int kLeanRowTreeFloats = kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock;
-template <typename scalar_t>
-__device__ __forceinline__ void lean_block_row_store(float leaf, float* smem, int lane, int warp,
-                                                     const LeanArgs<scalar_t>& a, int r) {
-  if constexpr (kOrder.lanes_before_warps) {
-    const float w = shuffle_tree(leaf, kWarp);
-    if (lane == 0) smem[warp] = w;
-    __syncthreads();
-    if (warp == 0) {
-      const float total = warp_tree(lane < kLeanWarps ? smem[lane] : 0.0f, kLeanWarps);
-      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
-  } else {
-    // Warps first: for each lane, the halving tree over the 16 warps, then the lanes.
-    smem[warp * kWarp + lane] = leaf;
-    __syncthreads();
-    if (warp == 0) {
-      for (int offset = kLeanWarps / 2; offset > 0; offset >>= 1)
-        for (int w = 0; w < offset; ++w)
-          smem[w * kWarp + lane] = smem[w * kWarp + lane] + smem[(w + offset) * kWarp + lane];
-      const float total = shuffle_tree(smem[lane], kWarp);
-      if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-    }
-  }
-}
 
 // A row per warp (kWarpRows) or per 512-thread block. kExactRows: exactly U vectors a thread, loop-free (fewer
 // registers). kMinBlocks: the blocks per SM its registers allow. kGathered: block rows of a.gathered only.
@@ -217,8 +193,8 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   if constexpr (kWarpRows) {
     const float total = shuffle_tree(leaf, kWarp);
     if (lane == 0) a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
-  } else {
-    lean_block_row_store(leaf, smem, lane, warp, a, r);
+  } else if (float total; block_tree(leaf, kWarp, kLeanWarps, lane, warp, smem, smem, total)) {
+    a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
   }
 }
 
