@@ -117,13 +117,13 @@ inline bool below_first_level(int64_t n, int L) { return n >= L && n / L / 4 < (
 // A vector's quotients in registers (GCC's vector types; 16-bit types: tail_cpu_16bit.cpp, with F16C and
 // AVX2): `lanes(p, d)`, SumKernel's W accumulator lanes of the L elements at p (16-bit: element l plus
 // element 8 + l), and `quotients(p, d, out)`, the L quotients themselves. kAdd: whether add() beats the
-// compiler's loop on long rows.
+// compiler's loop on long rows. kColumns: `columns(...)`, single columns eight rows at a time.
 template <typename scalar_t> struct SimdQuotients {
-  static constexpr bool kAvailable = false, kAdd = false;
+  static constexpr bool kAvailable = false, kAdd = false, kColumns = false;
 };
 template <typename T>
 struct SimdOf32Bytes {
-  static constexpr bool kAvailable = true, kAdd = false;
+  static constexpr bool kAvailable = true, kAdd = false, kColumns = false;
   typedef T V __attribute__((vector_size(32)));
   static_assert(sizeof(V) == 32, "a vector of 32 bytes");
   static V zero() { return V{}; }
@@ -384,7 +384,10 @@ void div_sum_scale_rows(const Rows& a) {
       // The cascade adds a row's one quotient to +0, then adds +0s (no-ops: the sum is never -0): an
       // elementwise loop (the cascade's set-up cost 2.5-4x the reference's time).
       parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
+        int64_t r = begin;
+        if constexpr (SimdQuotients<scalar_t>::kColumns)
+          r = SimdQuotients<scalar_t>::columns(base, row_stride, result, out_stride, begin, end, divisor, scale);
+        for (; r < end; ++r) {
           const acc_t total = acc_t(0) + quotient(base[r * row_stride]);
           result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);
         }

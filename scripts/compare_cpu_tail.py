@@ -8,7 +8,9 @@ with both trees' outputs checked equal to the reference's (torch.equal). `--tabl
 medians to the measurements table.
 
     python scripts/compare_cpu_tail.py [--base HEAD] [--threads 1 2] [--dtypes float16 bfloat16]
-                                       [--shapes 8192x36 1024x8192 ...]
+                                       [--shapes 8192x36 1024x8192 300000x1/3 ...]
+
+A shape ROWSxCOLS/STRIDE is the first COLS columns of a ROWS x STRIDE tensor (rows STRIDE elements apart).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", default="HEAD", help="the commit to compare the working tree with")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16"])
-    p.add_argument("--shapes", nargs="+", default=[f"{r}x{c}" for r, c in SHAPES], help="ROWSxCOLS ...")
+    p.add_argument("--shapes", nargs="+", default=[f"{r}x{c}" for r, c in SHAPES], help="ROWSxCOLS[/STRIDE] ...")
     p.add_argument("--rounds", type=int, default=40)
     p.add_argument("--calls", type=int, default=5)
     p.add_argument("--machine", default=f"{os.cpu_count()}-core CPU machine", help="the table's gpu column")
@@ -70,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         for threads in args.threads:
             torch.set_num_threads(threads)
             for dtype in (getattr(torch, d) for d in args.dtypes):
-                for r, c in (map(int, shape.split("x")) for shape in args.shapes):
-                    rows += time_shape(kernels, dtype, r, c, threads, args.rounds, args.calls)
+                for shape in args.shapes:
+                    size, _, stride = shape.partition("/")
+                    r, c = map(int, size.split("x"))
+                    rows += time_shape(kernels, dtype, r, c, int(stride or c), threads, args.rounds, args.calls)
     common = dict(commit=tree_rev, gpu=args.machine,
                   torch=torch.__version__, method="in turn, mean of calls, median of rounds")
     if args.table:
@@ -79,11 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def time_shape(kernels: dict, dtype, rows: int, cols: int, threads: int, rounds: int, calls: int) -> list[dict]:
-    y = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows + cols)).to(dtype)
+def time_shape(kernels: dict, dtype, rows: int, cols: int, stride: int, threads: int, rounds: int,
+               calls: int) -> list[dict]:
+    y = torch.randn(rows, stride, generator=torch.Generator().manual_seed(rows + cols)).to(dtype)[:, :cols]
     ref = torch.sum(y / 2.0, 1, keepdim=True) * 1.5
     outs = {name: torch.empty(rows, 1, dtype=dtype) for name in kernels}
-    runs = {name: (lambda f=f, o=outs[name]: f(DTYPE_CODE[dtype], y.data_ptr(), o.data_ptr(), rows, cols, cols, 1,
+    runs = {name: (lambda f=f, o=outs[name]: f(DTYPE_CODE[dtype], y.data_ptr(), o.data_ptr(), rows, cols, stride, 1,
                                                 1, 2.0, 1.5, threads)) for name, f in kernels.items()}
     runs["reference (torch eager)"] = lambda: torch.sum(y / 2.0, 1, keepdim=True) * 1.5
     times = {name: [] for name in runs}
@@ -100,9 +105,10 @@ def time_shape(kernels: dict, dtype, rows: int, cols: int, threads: int, rounds:
     median = {name: statistics.median(t) for name, t in times.items()}
     quartiles = {name: statistics.quantiles(t, n=4) for name, t in times.items()}
     reference = median["reference (torch eager)"]
-    print(f"{str(dtype)[6:]:9} {rows:5} x {cols:<5} {threads} thread(s): " + ", ".join(
+    shape = f"{rows} x {cols}" + (f" (row stride {stride})" if stride != cols else "")
+    print(f"{str(dtype)[6:]:9} {shape:14} {threads} thread(s): " + ", ".join(
         f"{name} {ms * 1e3:.1f} us ({ms / reference:.2f}x)" for name, ms in median.items()), flush=True)
-    return [dict(shape=f"{rows} x {cols}", dtype=str(dtype)[6:], implementation=name, time_ms=ms,
+    return [dict(shape=shape, dtype=str(dtype)[6:], implementation=name, time_ms=ms,
                  interval_ms=quartiles[name][2] - quartiles[name][0],
                  exact=exact.get(name, ""), note=f"{threads} thread(s)") for name, ms in median.items()]
 

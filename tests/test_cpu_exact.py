@@ -31,13 +31,13 @@ def test_half_types(dtype):
         assert _same(div_sum_scale(y, 2, 1.5), div_sum_scale_reference(y, 2, 1.5)), (rows, cols)
 
 
-# Every 16-bit pattern (subnormals, infinities and NaNs among them), in rows shorter than a vector and of
-# whole vectors: each quotient rounds to the dtype as the reference's does (float16: tail_cpu_16bit.cpp's F16C lanes).
+# Every 16-bit pattern (subnormals, infinities and NaNs among them), in single columns, rows shorter than a
+# vector and of whole vectors: each quotient rounds to the dtype as the reference's does (float16: tail_cpu_16bit.cpp's F16C lanes).
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("divisor", [2.0, 3.0, 1e-3, 7e4])
 def test_every_16_bit_value(dtype, divisor):
     every = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
-    for cols in (7, 16, 100, 4096):
+    for cols in (1, 7, 16, 100, 4096):
         y = every[: every.numel() // cols * cols].reshape(-1, cols)
         assert _same(div_sum_scale(y, divisor, 0.7), div_sum_scale_reference(y, divisor, 0.7)), cols
 
