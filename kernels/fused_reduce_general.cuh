@@ -115,7 +115,7 @@ __device__ __forceinline__ bool block_tree(acc_t leaf, int bx, int by, int x, in
     slots[y * bx + x] = leaf;
     __syncthreads();
     if (y != 0 || x >= kWarp) return false;
-    for (int lane = x, first = 0; first < bx; first += kWarp, lane += kWarp)  // a fixed count: one warp's folds
+    for (int lane = x, first = 0; first < bx; first += kWarp, lane += kWarp)  // trips from bx alone: one pass at 32
       for (int offset = by >> 1; offset > 0 && lane < bx; offset >>= 1)
         for (int w = 0; w < offset; ++w) slots[w * bx + lane] = slots[w * bx + lane] + slots[(w + offset) * bx + lane];
     if (bx > kWarp) {  // a lane reads other lanes' slots only here
