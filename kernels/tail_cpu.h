@@ -386,7 +386,7 @@ void div_sum_scale_rows(const Rows& a) {
       parallel_for(rows, grain, threads, [&](int64_t begin, int64_t end) {
         int64_t r = begin;
         if constexpr (SimdQuotients<scalar_t>::kColumns)
-          r = SimdQuotients<scalar_t>::columns(base, row_stride, result, out_stride, begin, end, divisor, scale);
+          r = SimdQuotients<scalar_t>::columns(base, row_stride, result, out_stride, begin, end, quotient, scale);
         for (; r < end; ++r) {
           const acc_t total = acc_t(0) + quotient(base[r * row_stride]);
           result[r * out_stride] = scaled(store_accumulate<scalar_t>(total), scale);

@@ -63,8 +63,8 @@ template <> struct SimdQuotients<c10::Half> : Simd16<c10::Half, true> {
   // eights go; returns the first row left. c10's scalar conversions there: 1.4-1.5x the reference's time.
   static constexpr bool kColumns = true;
   static int64_t columns(const c10::Half* y, int64_t y_stride, c10::Half* out, int64_t out_stride, int64_t begin,
-                         int64_t end, double divisor, double scale) {
-    const __m256 d = _mm256_set1_ps(static_cast<float>(divisor)), s = _mm256_set1_ps(static_cast<float>(scale));
+                         int64_t end, const CpuQuotient<c10::Half>& quotient, double scale) {
+    const __m256 d = _mm256_set1_ps(quotient.divisor), s = _mm256_set1_ps(static_cast<float>(scale));
     const __m256 zero = _mm256_setzero_ps();
     const bool packed = y_stride == 1 && out_stride == 1;  // vector loads and stores (else element by element)
     int64_t r = begin;

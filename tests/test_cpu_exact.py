@@ -32,7 +32,8 @@ def test_half_types(dtype):
 
 
 # Every 16-bit pattern (subnormals, infinities and NaNs among them), in single columns, rows shorter than a
-# vector and of whole vectors: each quotient rounds to the dtype as the reference's does (float16: tail_cpu_16bit.cpp's F16C lanes).
+# vector and of whole vectors: each quotient rounds to the dtype as the reference's does (float16:
+# tail_cpu_16bit.cpp's F16C lanes).
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("divisor", [2.0, 3.0, 1e-3, 7e4])
 def test_every_16_bit_value(dtype, divisor):
