@@ -64,6 +64,7 @@ template <> struct RawVec<8> { using type = uint2; };
 __device__ __forceinline__ uint32_t word(const uint4& w, int i) { return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w; }
 __device__ __forceinline__ uint32_t word(const uint2& w, int i) { return i == 0 ? w.x : w.y; }
 __device__ __forceinline__ uint32_t word(uint32_t w, int) { return w; }
+__device__ __forceinline__ uint32_t word(float w, int) { return __float_as_uint(w); }
 template <typename scalar_t, typename W>
 __device__ __forceinline__ float element_as_float(const W& w, int i) {
   if constexpr (sizeof(scalar_t) == 4) return __uint_as_float(word(w, i));
@@ -140,14 +141,12 @@ __device__ __forceinline__ unsigned sm_count() {
   return n;
 }
 
-// The GPU's global nanosecond timer (%globaltimer).
-__device__ __forceinline__ uint64_t global_timer_ns() {
+// The GPU's nanosecond timer (%globaltimer) in units of 1024 ns, in 32 bits: the warming gates' clock.
+__device__ __forceinline__ uint32_t warm_clock() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
+  return static_cast<uint32_t>(t >> 10);
 }
-// %globaltimer in units of 1024 ns, in 32 bits: the clock of the warming gates' records.
-__device__ __forceinline__ uint32_t warm_clock() { return static_cast<uint32_t>(global_timer_ns() >> 10); }
 
 // Programmatic dependent launch: wait until the kernels this one depends on have finished and their
 // writes are visible; let the next kernel's blocks be placed.

@@ -93,7 +93,7 @@ struct LeanRow {
   }
 };
 
-// Adds one vector's quotients to a logical thread's V accumulators, element i to acc[i].
+// Adds the quotients of one vector (or split-lane word) to V accumulators, element i to acc[i].
 template <typename scalar_t, int V, bool kPackedMul, typename W>
 __device__ __forceinline__ void lean_add_vector(float (&acc)[V], const W& w, float inv, uint32_t inv_pair) {
   if constexpr (kPackedMul) {
@@ -202,27 +202,6 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
 // 4 l .. 4 l + 3, each reading 4-byte words t, t + 128, ... of the row's whole vectors.
 constexpr int kSplitLaneThreadsPerLane = kSplitLaneThreads / kWarp;
 static_assert(kSplitLaneThreads == kWarp * kInputVec<float>, "an fp32 lane's accumulators, one a thread");
-// A split-lane thread's load (one fp32 element or two 16-bit ones) and its accumulators.
-template <typename scalar_t>
-using SplitLaneWord = std::conditional_t<sizeof(scalar_t) == 4, float, uint32_t>;
-template <typename scalar_t>
-constexpr int kSplitLaneThreadAccumulators = kInputVec<scalar_t> / kSplitLaneThreadsPerLane;
-
-// Adds one word's quotients to its thread's accumulators, element i to acc[i] (kPackedMul: as lean_add_vector).
-template <typename scalar_t, bool kPackedMul>
-__device__ __forceinline__ void split_lane_add(float (&acc)[kSplitLaneThreadAccumulators<scalar_t>],
-                                               const SplitLaneWord<scalar_t>& w, float inv, uint32_t inv_pair) {
-  if constexpr (sizeof(scalar_t) == 4) {
-    acc[0] = acc[0] + quotient_of_float<scalar_t>(w, inv);
-  } else if constexpr (kPackedMul) {
-    const float2 q = packed_quotient_pair<scalar_t>(w, inv_pair);
-    acc[0] = acc[0] + q.x;
-    acc[1] = acc[1] + q.y;
-  } else {
-    acc[0] = acc[0] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(w, 0), inv);
-    acc[1] = acc[1] + quotient_of_float<scalar_t>(element_as_float<scalar_t>(w, 1), inv);
-  }
-}
 
 // Lane l's accumulators meet on thread 4 l, the 32 lane leaves in the reference's tree (a barrier).
 template <typename scalar_t, int kAcc>
@@ -247,8 +226,8 @@ template <int U, int kMinBlocks, bool kShifted = false, bool kStaged = false, ty
           bool kPackedMul = false>
 __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows_kernel(LeanArgs<scalar_t> a) {
   constexpr int V = kInputVec<scalar_t>;
-  constexpr int kAcc = kSplitLaneThreadAccumulators<scalar_t>;
-  using Word = SplitLaneWord<scalar_t>;
+  constexpr int kAcc = V / kSplitLaneThreadsPerLane;
+  using Word = std::conditional_t<kAcc == 1, float, uint32_t>;  // a thread's load: one fp32 element or two 16-bit ones
   static_assert(sizeof(scalar_t) == 4 || V * sizeof(scalar_t) == 16, "16-bit split lanes need 16-byte vectors");
   extern __shared__ __align__(128) uint4 split_lane_staged[];
   __shared__ float lane_leaves[kWarp];
@@ -307,13 +286,13 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
     const Word* staged = reinterpret_cast<const Word*>(split_lane_staged);
 #pragma unroll 8
     for (int k = t; k < n; k += kSplitLaneThreads)
-      split_lane_add<scalar_t, kPackedMul>(acc, staged[k], a.inv, inv_pair);
+      lean_add_vector<scalar_t, kAcc, kPackedMul>(acc, staged[k], a.inv, inv_pair);
   } else {
 #pragma unroll 1
     for (int k = t;;) {
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (k + u * kSplitLaneThreads < n) split_lane_add<scalar_t, kPackedMul>(acc, buf[u], a.inv, inv_pair);
+        if (k + u * kSplitLaneThreads < n) lean_add_vector<scalar_t, kAcc, kPackedMul>(acc, buf[u], a.inv, inv_pair);
       k += U * kSplitLaneThreads;
       if (k >= n) break;
       lean_load<U, kSplitLaneThreads>(buf, words, k, n, policy);

@@ -8,7 +8,11 @@
 
 namespace {
 
-using kb14::global_timer_ns;
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 __global__ void __launch_bounds__(512) wait_probe_kernel(unsigned long long* out) {
   if (threadIdx.x != 0) {
