@@ -59,8 +59,8 @@ void colsum_kernel(const at::Tensor& w, at::Tensor& out) {
   const scalar_t* base = w.const_data_ptr<scalar_t>();
   double* result = out.mutable_data_ptr<double>();
   const int64_t rblocks = std::clamp<int64_t>(H / kRowsPerBlock, 1, kMaxRowBlocks);
-  const int64_t rows_per = div_up(H, rblocks);
-  const int64_t cblocks = div_up(K, kColsPerBlock);
+  const int64_t rows_per = ceil_div(H, rblocks);
+  const int64_t cblocks = ceil_div(K, kColsPerBlock);
   // partial[rb][k]: rows of block rb, column k. With one row block, write straight out.
   std::vector<double> partial(rblocks > 1 ? rblocks * K : 0);
   double* dst = rblocks > 1 ? partial.data() : result;
@@ -132,8 +132,8 @@ void matvec_kernel(const at::Tensor& x, const double* c, double scale, at::Tenso
   const scalar_t* base = x.const_data_ptr<scalar_t>();
   scalar_t* result = out.mutable_data_ptr<scalar_t>();
   // Split rows into column chunks only when there are few rows to share out.
-  const int64_t chunks = B >= 64 ? 1 : std::max<int64_t>(1, div_up(K, kMatvecChunk));
-  const int64_t per = div_up(K, chunks);
+  const int64_t chunks = B >= 64 ? 1 : std::max<int64_t>(1, ceil_div(K, kMatvecChunk));
+  const int64_t per = ceil_div(K, chunks);
   if (chunks == 1) {
     const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(K, 1));
     at::parallel_for(0, B, grain, [&](int64_t begin, int64_t end) {

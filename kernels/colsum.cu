@@ -141,7 +141,7 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   const T* ptr = reinterpret_cast<const T*>(w.const_data_ptr<scalar_t>());
   const bool vector = rows_are_vectors<T>(w);
   const int64_t tile = kWarp * (vector ? V : 1);
-  const int64_t col_blocks = div_up(K, tile);
+  const int64_t col_blocks = ceil_div(K, tile);
   KB14_CHECK(col_blocks <= std::numeric_limits<int32_t>::max(), "colsum: weight has too many columns (", K, ")");
   // As many slices (of at least 64 rows) as fit in one wave of resident blocks: a
   // few blocks left over for a second wave would each read a whole slice alone.
@@ -150,8 +150,8 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, 0));
   const int64_t wave = int64_t(device_shape(w.get_device()).multiprocessors) * std::max(blocks_per_sm, 1);
   const int64_t slices = std::clamp<int64_t>(wave / col_blocks, 1, std::max<int64_t>(1, H / 64));
-  const int64_t rows_per_slice = div_up(H, slices);
-  const int64_t used = div_up(H, rows_per_slice);  // every slice non-empty
+  const int64_t rows_per_slice = ceil_div(H, slices);
+  const int64_t used = ceil_div(H, rows_per_slice);  // every slice non-empty
   KB14_CHECK(used <= 65535, "colsum: internal error: too many row slices");
   auto stream = c10::cuda::getCurrentCUDAStream();
   at::Tensor partial = used > 1 ? at::empty({used, K}, out.options()) : out;
@@ -160,7 +160,7 @@ void launch_colsum(const at::Tensor& w, at::Tensor& out) {
                                        partial.mutable_data_ptr<double>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (used > 1) {
-    colsum_combine_kernel<<<static_cast<unsigned>(div_up(K, kThreads)), kThreads, 0, stream>>>(
+    colsum_combine_kernel<<<static_cast<unsigned>(ceil_div(K, kThreads)), kThreads, 0, stream>>>(
         partial.const_data_ptr<double>(), used, K, out.mutable_data_ptr<double>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
@@ -478,8 +478,8 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   const int64_t target = int64_t(gpu.multiprocessors) * kMatvecBlocksPerSM;
   const int64_t max_splits = std::max<int64_t>(1, units / (kMatvecLoads<T> * kMatvecThreads));
   const int64_t splits = std::clamp<int64_t>(target / std::max<int64_t>(B, 1), 1, std::min<int64_t>(max_splits, 1024));
-  a.vecs_per_split = div_up(std::max<int64_t>(units, 1), splits);
-  const int64_t used = div_up(std::max<int64_t>(units, 1), a.vecs_per_split);
+  a.vecs_per_split = ceil_div(std::max<int64_t>(units, 1), splits);
+  const int64_t used = ceil_div(std::max<int64_t>(units, 1), a.vecs_per_split);
   a.splits = static_cast<int>(used);
   at::Tensor partial;
   if (used > 1) {
@@ -503,7 +503,7 @@ void launch_matvec(const at::Tensor& x, const at::Tensor& c, double scale, at::T
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (used > 1) {
-    colsum_matvec_finish_kernel<T><<<static_cast<unsigned>(div_up(B, kThreads)), kThreads, 0, stream>>>(
+    colsum_matvec_finish_kernel<T><<<static_cast<unsigned>(ceil_div(B, kThreads)), kThreads, 0, stream>>>(
         partial.const_data_ptr<double>(), B, a.splits, scale, a.out, a.out_stride);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }

@@ -1,4 +1,4 @@
-// What the launch plans read off the GPU, in plain C++ (the tail's dispatch is tested on the CPU).
+// What launch plans read off the GPU, and their rounding-up division: plain C++ (tested on the CPU).
 #pragma once
 #include <cstdint>
 

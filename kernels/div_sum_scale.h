@@ -6,6 +6,7 @@
 // returns: the same shape, dtype, device and bits.
 #pragma once
 
+#include "device_shape.h"
 #include "error_message.h"
 
 #include <ATen/Dispatch.h>
@@ -16,8 +17,6 @@
 #include <ATen/ops/sum.h>
 
 namespace kb14 {
-
-inline int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The element types every op of this library takes.
 inline bool is_float_dtype(at::ScalarType dt) {

@@ -655,9 +655,9 @@ void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
   if (a.min_count > a.max_count) return;  // no count reaches this tile
   constexpr int threads = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>::kThreads;
   // A block a row tile, or at most a block an SM walking every tile (the computing ones first).
-  const int64_t tiles = div_up(a.N, C::BN) * div_up(a.M, C::BM);
+  const int64_t tiles = ceil_div(a.N, C::BN) * ceil_div(a.M, C::BM);
   const int64_t resident = int64_t(C::kMinBlocks) * device_shape(c10::cuda::current_device()).multiprocessors;
-  const unsigned grid = static_cast<unsigned>(C::kOneRowTile ? div_up(a.N, C::BN) : std::min(tiles, resident));
+  const unsigned grid = static_cast<unsigned>(C::kOneRowTile ? ceil_div(a.N, C::BN) : std::min(tiles, resident));
   if (vector) {
     rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   } else {
@@ -772,9 +772,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
   StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, colsum.const_data_ptr<double>(), vectors.const_data_ptr<float>(),
               scalars.const_data_ptr<double>(), scale, kappa, tail_depth, sigma_factor, atol, rtol,
               approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(), risk, counts.mutable_data_ptr<int32_t>()};
-  row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
+  row_stats_kernel<<<static_cast<unsigned>(ceil_div(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  cut_kernel<<<static_cast<unsigned>(div_up(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(
+  cut_kernel<<<static_cast<unsigned>(ceil_div(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(
       z.const_data_ptr<double>(), risk, M, budget, exact.mutable_data_ptr<bool>(), rows.mutable_data_ptr<int32_t>(),
       counts.mutable_data_ptr<int32_t>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -909,7 +909,7 @@ at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const
   at::Tensor out = at::empty({r.numel()}, x.options());
   if (r.numel() == 0) return out;
   const int threads = 128;
-  gemm_order_probe_kernel<<<static_cast<unsigned>(div_up(r.numel(), threads)), threads, 0,
+  gemm_order_probe_kernel<<<static_cast<unsigned>(ceil_div(r.numel(), threads)), threads, 0,
                             c10::cuda::getCurrentCUDAStream()>>>(
       x.const_data_ptr<float>(), w.const_data_ptr<float>(), x.size(1), x.stride(0), w.stride(0),
       r.const_data_ptr<int64_t>(), h.const_data_ptr<int64_t>(), r.numel(), static_cast<int>(chains), tile, tree,

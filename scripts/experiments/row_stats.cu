@@ -146,16 +146,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> row_stats_variant(const at::Tenso
   constexpr int kWarps = kWarpStatsThreads / 32;
   switch (variant) {
     case 0:  // the library's
-      row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
+      row_stats_kernel<<<static_cast<unsigned>(ceil_div(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
       break;
     case 1:
-      warp_row_stats_kernel<1><<<static_cast<unsigned>(div_up(M, kWarps)), kWarpStatsThreads, 0, stream>>>(s, M);
+      warp_row_stats_kernel<1><<<static_cast<unsigned>(ceil_div(M, kWarps)), kWarpStatsThreads, 0, stream>>>(s, M);
       break;
     case 2:
-      warp_row_stats_kernel<2><<<static_cast<unsigned>(div_up(M, 2 * kWarps)), kWarpStatsThreads, 0, stream>>>(s, M);
+      warp_row_stats_kernel<2><<<static_cast<unsigned>(ceil_div(M, 2 * kWarps)), kWarpStatsThreads, 0, stream>>>(s, M);
       break;
     case 4:
-      unbatched_row_stats_kernel<<<static_cast<unsigned>(div_up(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
+      unbatched_row_stats_kernel<<<static_cast<unsigned>(ceil_div(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
       break;
     default: TORCH_CHECK(false, "no such variant");
   }
