@@ -17,6 +17,7 @@
 
 #include "colsum.h"
 
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/BFloat16.h>

@@ -17,6 +17,7 @@
 #include "colsum_device.cuh"
 #include "cuda_common.cuh"
 
+#include <ATen/Dispatch.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>

@@ -9,12 +9,7 @@
 #include "device_shape.h"
 #include "error_message.h"
 
-#include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/div.h>
-#include <ATen/ops/empty_strided.h>
-#include <ATen/ops/mul.h>
-#include <ATen/ops/sum.h>
 
 namespace kb14 {
 
@@ -44,15 +39,15 @@ inline bool intermediate_is_row_major(const at::Tensor& y) {
   if (y.stride(1) >= 1 && y.stride(0) >= cols * y.stride(1)) return true;
   // Ask TensorIterator itself, on the meta device: it lays out the quotient
   // exactly as the reference's division would, without touching any data.
-  auto probe = at::empty_strided(y.sizes(), y.strides(), y.options().device(at::kMeta));
-  auto quotient = at::div(probe, 2.0);
+  auto probe = y.new_empty_strided(y.sizes(), y.strides(), y.options().device(at::kMeta));
+  auto quotient = probe.div(2.0);
   return quotient.stride(1) == 1 && quotient.stride(0) == cols;
 }
 
 // The reference computed with the reference's own ops. Used only where no
 // fused path reproduces PyTorch's order (see README, "Coverage").
 inline at::Tensor div_sum_scale_composite(const at::Tensor& y, double divisor, double scale) {
-  return at::mul(at::sum(at::div(y, divisor), {1}, /*keepdim=*/true), scale);
+  return y.div(divisor).sum({1}, /*keepdim=*/true).mul(scale);
 }
 
 // kb14::div_sum_scale on CUDA as another module reaches it (the hybrid's fallback tail).

@@ -7,7 +7,7 @@
 #include "div_sum_scale.h"
 #include "fused_reduce_launch.h"
 
-#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_ops.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -38,6 +38,12 @@ TailDtype tail_dtype(at::ScalarType t) {
   }
 }
 
+// at::empty's own call: ATen/ops/empty.h's other headers took longer to parse than the rest of this unit.
+at::Tensor empty_tensor(at::IntArrayRef size, const at::TensorOptions& o) {
+  return at::_ops::empty_memory_format::call(c10::fromIntArrayRefSlow(size), o.dtype().toScalarType(), o.layout(),
+                                             o.device(), std::nullopt, std::nullopt);
+}
+
 // The launcher's scratch (partial sums across blocks), from torch's caching allocator.
 struct Scratch {
   at::TensorOptions options;
@@ -46,7 +52,7 @@ struct Scratch {
 
 void* allocate_scratch(void* context, int64_t elements, int bytes_each) {
   auto* s = static_cast<Scratch*>(context);
-  s->tensor = at::empty({elements}, s->options.dtype(bytes_each == 8 ? at::kDouble : at::kFloat));
+  s->tensor = empty_tensor({elements}, s->options.dtype(bytes_each == 8 ? at::kDouble : at::kFloat));
   return s->tensor.mutable_data_ptr();
 }
 
@@ -58,7 +64,7 @@ at::Tensor div_sum_scale_cuda(const at::Tensor& y, double divisor, double scale,
   if (y.size(0) == 0 || !fused_path_applies(y)) {
     return div_sum_scale_composite(y, divisor, scale);
   }
-  auto out = at::empty({y.size(0), 1}, y.options());
+  auto out = empty_tensor({y.size(0), 1}, y.options());
   TailCall call;
   call.dtype = tail_dtype(y.scalar_type());
   call.device = y.get_device();
