@@ -110,6 +110,16 @@ def translation_unit(files: tuple[str, ...]) -> list[str]:
     return disable_blocks(lines, REGISTRATION, NOT_REGISTERED)
 
 
+# The tail's nvcc units of one 16-bit dtype's kernels: a file embeds its own dtype's only.
+TAIL_DTYPE_UNITS = {"kHalf": "fused_reduce_half.cu", "kBFloat16": "fused_reduce_bf16.cu"}
+
+
+def cuda_units(module: str, dtype_case: str) -> tuple[str, ...]:
+    """The module's nvcc units that a file of this dtype compiles."""
+    others = {unit for case, unit in TAIL_DTYPE_UNITS.items() if case != dtype_case}
+    return tuple(unit for unit in jit.MODULES[module].cuda if unit not in others)
+
+
 def keep_only_dtype(lines: list[str], dtype_case: str) -> list[str]:
     """Compile the tail's kernels for the file's dtype only (the others are rejected in Python)."""
     for case in ALL_TAIL_DTYPES:
@@ -159,12 +169,12 @@ def model_sources(model: str, dtype: str) -> Sources:
     dtype_case = DTYPES[dtype][1]
     if model == "ModelNew":
         cpp = translation_unit(jit.MODULES["tail_cuda"].cpp) + added(TAIL_BINDING)
-        cuda = translation_unit(jit.MODULES["tail_cuda"].cuda)
+        cuda = translation_unit(cuda_units("tail_cuda", dtype_case))
         functions = ("div_sum_scale",)
     else:
         cpp = translation_unit(jit.MODULES["tail_cuda"].cpp + jit.MODULES["hybrid_cuda"].cpp)
         cpp += added(TAIL_BINDING) + added(HYBRID_BINDING)
-        cuda = translation_unit(jit.MODULES["tail_cuda"].cuda + jit.MODULES["hybrid_cuda"].cuda)
+        cuda = translation_unit(cuda_units("tail_cuda", dtype_case) + cuda_units("hybrid_cuda", dtype_case))
         functions = ("div_sum_scale", "hybrid_forward", "rows_gemm")
     return Sources("\n".join(cpp) + "\n", "\n".join(keep_only_dtype(cuda, dtype_case)) + "\n", functions)
 

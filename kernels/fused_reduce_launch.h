@@ -1,5 +1,5 @@
 // Between the CUDA op's torch glue (fused_reduce_cuda.cpp, host compiler, torch headers) and its
-// launcher (fused_reduce.cu, nvcc, no torch headers), so that the two compile in parallel.
+// launcher (fused_reduce*.cu, nvcc, no torch headers), so that they compile in parallel.
 #pragma once
 
 #include "fused_reduce_dispatch.h"

@@ -1,4 +1,4 @@
-"""The tail's CUDA unit of another commit against the working tree's, kernel by kernel, without a GPU.
+"""The tail's CUDA units of another commit against the working tree's, kernel by kernel, without a GPU.
 
 Both trees' kernels/ are compiled for sm_90 with kernels/jit.py's nvcc flags as a CUDA torch of
 12.2+ sets them (--split-compile included), for each release group; every kernel's SASS (addresses
@@ -63,10 +63,12 @@ def normalise(name: str) -> str:
 
 
 def build(kernels_dir: Path, torch_version: int, out: Path) -> dict[str, list[str]]:
-    cubin = out / f"tail_{torch_version}.cubin"
-    subprocess.run(["nvcc", "-cubin", "-std=c++17", *flags(torch_version), f"-I{kernels_dir}", "-o", str(cubin),
-                    str(kernels_dir / "fused_reduce.cu")], check=True, cwd=out)
-    sass = kernels_sass(cubin)
+    sass = {}
+    for unit in sorted(kernels_dir.glob("fused_reduce*.cu")):  # the tail's nvcc units
+        cubin = out / f"{unit.stem}_{torch_version}.cubin"
+        subprocess.run(["nvcc", "-cubin", "-std=c++17", *flags(torch_version), f"-I{kernels_dir}", "-o", str(cubin),
+                        str(unit)], check=True, cwd=out)
+        sass.update(kernels_sass(cubin))
     mangled = list(sass)
     return {normalise(d): sass[m] for m, d in zip(mangled, demangle(mangled))}
 

@@ -1,6 +1,6 @@
 """The tail's launch decisions of another commit against the working tree's, on the host, without a GPU.
 
-Each tree's launcher (kernels/fused_reduce.cu, unchanged) is compiled with nvcc and linked, instead
+Each tree's launcher (kernels/fused_reduce*.cu, unchanged) is compiled with nvcc and linked, instead
 of the CUDA runtime, to stubs that answer the device queries with a chosen GPU and record every
 launch (the kernel's name, grid, block, dynamic shared memory, launch attribute, the first 48 bytes
 of its argument struct) and every scratch request. A driver then calls the launcher over a grid of
@@ -166,7 +166,7 @@ def build(kernels_dir: Path, out: Path, torch_version: int, defines: list[str], 
     exe = out / "calls"
     arch = "-gencode=arch=compute_90,code=compute_90"  # PTX only: the host code is what is compared
     subprocess.run(["nvcc", "-std=c++17", "-O1", arch, "-cudart", "none", f"-DKB14_TORCH_VERSION={torch_version}",
-                    *defines, f"-I{kernels_dir}", "-o", str(exe), str(kernels_dir / "fused_reduce.cu"),
+                    *defines, f"-I{kernels_dir}", "-o", str(exe), *sorted(map(str, kernels_dir.glob("fused_reduce*.cu"))),
                     str(out / "driver.cu"), str(out / "stubs.cpp")], check=True, cwd=out)
     return exe
 

@@ -39,13 +39,14 @@ def cuobjdump() -> str:
 
 
 def kernels_sass(cubin: Path) -> dict[str, list[str]]:
-    """{kernel: its SASS lines without the addresses}."""
+    """{kernel: its SASS lines without the addresses, runs of spaces as one (cuobjdump pads its columns
+    to the widest line of the file, so a kernel's lines depend on the others it is printed with)}."""
     text = subprocess.run([cuobjdump(), "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
     out = {}
     for part in re.split(r"\n\s*Function : ", text)[1:]:
         name, _, body = part.partition("\n")
-        out[name.strip()] = [re.sub(r"/\*[0-9a-f]{4,}\*/", "", line).strip() for line in body.splitlines()
-                             if line.strip()]
+        out[name.strip()] = [re.sub(r"\s+", " ", re.sub(r"/\*[0-9a-f]{4,}\*/", "", line)).strip()
+                             for line in body.splitlines() if line.strip()]
     return out
 
 
@@ -100,7 +101,7 @@ def compare_with_baseline(baseline: Path, source_name: str, flags: list[str], tm
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", default="fused_reduce.cu", help="a torch-free CUDA unit in kernels/")
+    parser.add_argument("--source", default="fused_reduce.cu", help="a torch-free CUDA unit in kernels/ (the tail's: fused_reduce*.cu)")
     parser.add_argument("--parts", type=int, nargs="*", default=[jit.NVCC_SPLIT])
     parser.add_argument("--arch", default="90")
     parser.add_argument("--torch-version", type=int, help="the order's torch release, as 211 (default: installed)")

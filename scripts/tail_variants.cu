@@ -1,12 +1,14 @@
 // The tail's kernels without torch, behind a C ABI, so that scripts/tail_variants.py can
 // time physical mappings against each other and against Inductor in one process
-// without building the library. The library's own launcher (kernels/fused_reduce.cu, its
+// without building the library. The library's own launcher (kernels/fused_reduce*.cu, its
 // dispatch and switch) is compiled in; the variants below change a configuration the
 // dispatch returned, or launch kernels of their own. Build (KB14_TORCH_VERSION as for the library):
 //   nvcc -O3 --fmad=false -arch=sm_90 -shared -Xcompiler -fPIC -DKB14_TORCH_VERSION=211 \
 //        -Ikernels -o tail_variants.so scripts/tail_variants.cu
 #include "bulk_copy.cuh"
 #include "fused_reduce.cu"
+#include "fused_reduce_bf16.cu"
+#include "fused_reduce_half.cu"
 
 using namespace kb14;
 using namespace kb14::tail;
@@ -527,7 +529,7 @@ int run(int variant, const void* y, long long rows, long long cols, long long ro
 }  // namespace kb14
 
 // variant: 0 the general kernels, plain launches (30: as programmatic dependents); 6 the library
-// (kernels/fused_reduce.cu: its dispatch and switch) for any shape and GPU size, programmatic; 49
+// (kernels/fused_reduce*.cu: its dispatch and switch) for any shape and GPU size, programmatic; 49
 // the same launched plainly (pdl=False); 9 an empty kernel on the lean grid; 10 and 13 unordered
 // reads of y (any order of additions: what reading the bytes costs) over grid_cap blocks (default:
 // one round of 4 loads per thread), plain or evict-first loads; 14 the lean order with each row

@@ -1,6 +1,6 @@
 """Physical mappings of the tail against each other and against Inductor, in one process.
 
-Builds scripts/tail_variants.cu (the library's launcher, kernels/fused_reduce.cu, and variants behind a C ABI,
+Builds scripts/tail_variants.cu (the library's launcher, kernels/fused_reduce*.cu, and variants behind a C ABI,
 no torch headers) with nvcc, then for each shape and dtype checks every variant's bits
 against the eager tail and times it three ways (bench.py's methods): KernelBench's
 (write flush, events, one call), a read flush, and CUDA-graph replay over rotating

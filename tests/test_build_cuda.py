@@ -21,6 +21,8 @@ NVCC = shutil.which("nvcc")
 # The CUDA modules with an nvcc unit: the one without (the C++ autograd) is built and loaded on
 # every machine by tests/test_jit.py, which hangs it on the CPU tail.
 CUDA_MODULES = [name for name, m in jit.MODULES.items() if m.device == "cuda" and m.cuda]
+# The tail's nvcc units (its launcher and switch, one element type or two each).
+TAIL_UNITS = jit.MODULES["tail_cuda"].cuda
 # scripts/experiments' CUDA sources built by nvcc alone (the others load torch's headers, 20-40 s each here).
 TORCH_FREE_EXPERIMENTS = ["l2_kept_word.cu", "matvec_variants.cu", "pdl_wait_probe.cu", "read_floor.cu"]
 
@@ -38,7 +40,7 @@ def _commands(out):
     torch_flags = _torch_compile_flags(out)
     sm90 = ["-gencode=arch=compute_90,code=sm_90", "-O3", "--fmad=false", "-Xptxas=-v"]
     commands = {}
-    # scripts/tail_variants.cu compiles the library's launcher (kernels/fused_reduce.cu, every kernel of its
+    # scripts/tail_variants.cu compiles the library's launcher (the tail's nvcc units, every kernel of its
     # switch) and the experiments' kernels, without torch's include paths.
     for version in (209, 211):
         commands[f"tail{version}"] = [NVCC, "-c", str(jit.SOURCE_DIR.parent / "scripts" / "tail_variants.cu"),
@@ -46,11 +48,12 @@ def _commands(out):
                                       f"-DKB14_TORCH_VERSION={version}", f"-I{jit.SOURCE_DIR}"]
     commands["colsum"] = [NVCC, "-c", str(jit.SOURCE_DIR / "colsum.cu"), "-o", str(out / "c.o"), *sm90,
                           "-DKB14_TORCH_VERSION=211", *torch_flags]
-    # The tail's nvcc unit as kernels/jit.py builds it, for each architecture.
+    # The tail's nvcc units as kernels/jit.py builds them, for each architecture.
     for arch in ("90", "80"):
-        commands[f"launcher{arch}"] = [NVCC, "-c", str(jit.SOURCE_DIR / "fused_reduce.cu"), "-o",
-                                       str(out / f"l{arch}.o"), "-std=c++17", "-Xptxas=-v", *jit.nvcc_flags(arch),
-                                       f"-I{jit.SOURCE_DIR}"]
+        for unit in TAIL_UNITS:
+            commands[f"launcher{arch} {unit}"] = [NVCC, "-c", str(jit.SOURCE_DIR / unit), "-o",
+                                                  str(out / f"l{arch}_{unit}.o"), "-std=c++17", "-Xptxas=-v",
+                                                  *jit.nvcc_flags(arch), f"-I{jit.SOURCE_DIR}"]
     # The experiments' torch-free CUDA sources include the library's headers: they must still compile (to
     # PTX only: ptxas adds time and nothing these builds check).
     for source in TORCH_FREE_EXPERIMENTS:
@@ -135,7 +138,7 @@ def test_sm90_build_has_no_spills(builds, build):
 
 @pytest.mark.parametrize("torch_version", [209, 211])
 def test_tail_kernels_build_without_torch_headers(builds, torch_version):
-    # scripts/tail_variants.cu includes kernels/fused_reduce.cu and nothing of torch: with no torch
+    # scripts/tail_variants.cu includes the tail's nvcc units and nothing of torch: with no torch
     # include path it must still compile, without spills.
     report = _built(builds, f"tail{torch_version}")
     assert "lean_rows_kernel" in report and "split_lane_rows_kernel" in report
@@ -144,12 +147,12 @@ def test_tail_kernels_build_without_torch_headers(builds, torch_version):
 
 @pytest.mark.parametrize("arch", ["90", "80"])
 def test_cuda_launcher_builds_without_torch_headers(builds, arch):
-    # fused_reduce.cu (the tail_cuda module's nvcc unit) includes nothing of torch; built as
-    # kernels/jit.py builds it, every architecture with the same kernels (the launch kind is the call's).
-    report = _built(builds, f"launcher{arch}")
+    # The tail_cuda module's nvcc units include nothing of torch; built as kernels/jit.py builds them,
+    # every architecture with the same kernels (the launch kind is the call's).
+    report = "".join(_built(builds, f"launcher{arch} {unit}") for unit in TAIL_UNITS)
     kernels = set(re.findall(r"Compiling entry function '(_ZN4kb144tail[^']+)'", report))
     lean = {k for k in kernels if "lean_rows_kernel" in k}
-    # The switch's leaves (kernels/fused_reduce.cu), lean_rows_kernel: float block rows (aligned or
+    # The switch's leaves (kernels/fused_reduce_switch.cuh), lean_rows_kernel: float block rows (aligned or
     # shifted), rows of one chunk, warmed, five vectors, warp rows, deep and wide warp rows (2 + 1 + 1 + 2 + 2
     # + 2 + 2); half and bfloat16 block rows, warp rows and deep block rows, each aligned or shifted with
     # either multiply, and rows of one chunk with either multiply (2 x (4 + 4 + 4 + 2)).

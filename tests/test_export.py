@@ -256,12 +256,15 @@ def _disabled_regions(text: str) -> list[str]:
 def test_embedded_sources_are_the_library_files(exported, key):
     model, dtype = key
     tree = ast.parse(exported[key].read_text())
-    modules = [export.jit.MODULES["tail_cuda"]] + ([export.jit.MODULES["hybrid_cuda"]] if model != "ModelNew" else [])
-    for name, top_level in (("CPP_SOURCE", [f for m in modules for f in m.cpp]),
-                            ("CUDA_SOURCE", [f for m in modules for f in m.cuda])):
+    modules = ["tail_cuda"] + (["hybrid_cuda"] if model != "ModelNew" else [])
+    dtype_case = export.DTYPES[dtype][1]
+    for name, top_level in (("CPP_SOURCE", [f for m in modules for f in export.jit.MODULES[m].cpp]),
+                            ("CUDA_SOURCE", [f for m in modules for f in export.cuda_units(m, dtype_case)])):
         text = _string_constant(tree, name)
         files = _undo(text.splitlines())
         assert set(top_level) <= set(files)
+        # The other 16-bit dtypes' units are left out (their kernels are not this file's).
+        assert not set(export.TAIL_DTYPE_UNITS.values()) - set(top_level) & set(files)
         for file, lines in files.items():
             assert lines == (SOURCE_DIR / file).read_text().splitlines(), f"{name}: {file} differs from kernels/{file}"
         # What the export adds is host glue only: no device code of its own.
