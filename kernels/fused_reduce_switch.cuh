@@ -128,7 +128,7 @@ cudaError_t launch_typed(const TailCall& call, const Config& c, TailScratch scra
   return launch_leaf(c, a, stream);
 }
 
-
+// Instantiated in units of their own (fused_reduce_half.cu, fused_reduce_bf16.cu).
 extern template cudaError_t launch_typed<__half>(const TailCall&, const Config&, TailScratch, void*, cudaStream_t);
 extern template cudaError_t launch_typed<__nv_bfloat16>(const TailCall&, const Config&, TailScratch, void*,
                                                         cudaStream_t);
