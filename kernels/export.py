@@ -114,10 +114,10 @@ def translation_unit(files: tuple[str, ...]) -> list[str]:
 TAIL_DTYPE_UNITS = {"kHalf": "fused_reduce_half.cu", "kBFloat16": "fused_reduce_bf16.cu"}
 
 
-def cuda_units(module: str, dtype_case: str) -> tuple[str, ...]:
-    """The module's nvcc units that a file of this dtype compiles."""
+def tail_cuda_units(dtype_case: str) -> tuple[str, ...]:
+    """The tail's nvcc units that a file of this dtype compiles."""
     others = {unit for case, unit in TAIL_DTYPE_UNITS.items() if case != dtype_case}
-    return tuple(unit for unit in jit.MODULES[module].cuda if unit not in others)
+    return tuple(unit for unit in jit.MODULES["tail_cuda"].cuda if unit not in others)
 
 
 def keep_only_dtype(lines: list[str], dtype_case: str) -> list[str]:
@@ -169,12 +169,12 @@ def model_sources(model: str, dtype: str) -> Sources:
     dtype_case = DTYPES[dtype][1]
     if model == "ModelNew":
         cpp = translation_unit(jit.MODULES["tail_cuda"].cpp) + added(TAIL_BINDING)
-        cuda = translation_unit(cuda_units("tail_cuda", dtype_case))
+        cuda = translation_unit(tail_cuda_units(dtype_case))
         functions = ("div_sum_scale",)
     else:
         cpp = translation_unit(jit.MODULES["tail_cuda"].cpp + jit.MODULES["hybrid_cuda"].cpp)
         cpp += added(TAIL_BINDING) + added(HYBRID_BINDING)
-        cuda = translation_unit(cuda_units("tail_cuda", dtype_case) + cuda_units("hybrid_cuda", dtype_case))
+        cuda = translation_unit(tail_cuda_units(dtype_case) + jit.MODULES["hybrid_cuda"].cuda)
         functions = ("div_sum_scale", "hybrid_forward", "rows_gemm")
     return Sources("\n".join(cpp) + "\n", "\n".join(keep_only_dtype(cuda, dtype_case)) + "\n", functions)
 

@@ -60,20 +60,21 @@ cudaError_t launch_split_lanes(const Config& c, const LeanArgs<scalar_t>& a, cud
 // The leaves only fp32 has (a template, so that only the unit that launches fp32 instantiates them).
 template <typename scalar_t>
 cudaError_t launch_fp32_leaf(const Config& c, const LeanArgs<scalar_t>& a, cudaStream_t stream) {
-  static_assert(sizeof(scalar_t) == 4, "fp32 only");
-  constexpr int U = lean_row_loads(kInputVec<float>);
+  static_assert(std::is_same_v<scalar_t, float>, "fp32 only");
+  constexpr int U = lean_row_loads(kInputVec<scalar_t>);
   switch (c.leaf) {
     case Leaf::kBlockRowsWarm: {
-      LeanArgs<float> warmed = a;
+      LeanArgs<scalar_t> warmed = a;
       warmed.launch_serial = next_launch_serial();
-      return launch_lean_rows<float, U, false, true, kLeanBlock, kLeanBlocksPerSm, true>(c, warmed, stream);
+      return launch_lean_rows<scalar_t, U, false, true, kLeanBlock, kLeanBlocksPerSm, true>(c, warmed, stream);
     }
     case Leaf::kBlockRowsFive:
-      return launch_lean_rows<float, kFiveVectorLoads, false, false, kLeanBlock, kFiveVectorBlocksPerSm>(c, a, stream);
+      return launch_lean_rows<scalar_t, kFiveVectorLoads, false, false, kLeanBlock, kFiveVectorBlocksPerSm>(
+          c, a, stream);
     case Leaf::kWarpRowsDeep:
-      return launch_lean_rows<float, kDeepWarpRowLoads, true, false, kDeepWarpRowBlock>(c, a, stream);
+      return launch_lean_rows<scalar_t, kDeepWarpRowLoads, true, false, kDeepWarpRowBlock>(c, a, stream);
     case Leaf::kWarpRowsWide:
-      return launch_lean_rows<float, kWideWarpRowLoads, true, false, kWideWarpRowBlock>(c, a, stream);
+      return launch_lean_rows<scalar_t, kWideWarpRowLoads, true, false, kWideWarpRowBlock>(c, a, stream);
     case Leaf::kSplitLanes:
       if (c.loads == 32) return launch_split_lanes<32>(c, a, stream);
       if (c.loads == 48) return launch_split_lanes<48>(c, a, stream);

@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from compare_builds import demangle, normalise  # noqa: E402
+from compare_builds import demangle, normalise, tail_units  # noqa: E402
 
 STUBS = r"""
 // The CUDA runtime as the launcher sees it: device queries answered from a table, launches recorded.
@@ -166,7 +166,7 @@ def build(kernels_dir: Path, out: Path, torch_version: int, defines: list[str], 
     exe = out / "calls"
     arch = "-gencode=arch=compute_90,code=compute_90"  # PTX only: the host code is what is compared
     subprocess.run(["nvcc", "-std=c++17", "-O1", arch, "-cudart", "none", f"-DKB14_TORCH_VERSION={torch_version}",
-                    *defines, f"-I{kernels_dir}", "-o", str(exe), *sorted(map(str, kernels_dir.glob("fused_reduce*.cu"))),
+                    *defines, f"-I{kernels_dir}", "-o", str(exe), *map(str, tail_units(kernels_dir)),
                     str(out / "driver.cu"), str(out / "stubs.cpp")], check=True, cwd=out)
     return exe
 

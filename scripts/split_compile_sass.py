@@ -101,7 +101,8 @@ def compare_with_baseline(baseline: Path, source_name: str, flags: list[str], tm
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", default="fused_reduce.cu", help="a torch-free CUDA unit in kernels/ (the tail's: fused_reduce*.cu)")
+    parser.add_argument("--source", default="fused_reduce.cu",
+                        help="a torch-free CUDA unit in kernels/ (the tail's: fused_reduce*.cu)")
     parser.add_argument("--parts", type=int, nargs="*", default=[jit.NVCC_SPLIT])
     parser.add_argument("--arch", default="90")
     parser.add_argument("--torch-version", type=int, help="the order's torch release, as 211 (default: installed)")

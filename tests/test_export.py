@@ -256,17 +256,18 @@ def _disabled_regions(text: str) -> list[str]:
 def test_embedded_sources_are_the_library_files(exported, key):
     model, dtype = key
     tree = ast.parse(exported[key].read_text())
-    modules = ["tail_cuda"] + (["hybrid_cuda"] if model != "ModelNew" else [])
-    dtype_case = export.DTYPES[dtype][1]
-    for name, top_level in (("CPP_SOURCE", [f for m in modules for f in export.jit.MODULES[m].cpp]),
-                            ("CUDA_SOURCE", [f for m in modules for f in export.cuda_units(m, dtype_case)])):
+    modules = [export.jit.MODULES["tail_cuda"]] + ([export.jit.MODULES["hybrid_cuda"]] if model != "ModelNew" else [])
+    # The tail's units a file of this dtype embeds: fused_reduce.cu, and a 16-bit dtype's own unit.
+    own = {"fp16": "fused_reduce_half.cu", "bf16": "fused_reduce_bf16.cu"}
+    tail_units = {"fused_reduce.cu", *([own[dtype]] if dtype in own else [])}
+    for name, top_level in (("CPP_SOURCE", [f for m in modules for f in m.cpp]),
+                            ("CUDA_SOURCE", [f for m in modules[1:] for f in m.cuda] + sorted(tail_units))):
         text = _string_constant(tree, name)
         files = _undo(text.splitlines())
         assert set(top_level) <= set(files)
-        # A 16-bit file embeds its dtype's tail unit and not the other's (their kernels are not this file's).
+        # No other dtype's tail unit (their kernels are not this file's).
         if name == "CUDA_SOURCE":
-            units = {unit for unit in files if unit.startswith("fused_reduce") and unit.endswith(".cu")}
-            assert units == {"fused_reduce.cu"} | ({export.TAIL_DTYPE_UNITS[dtype_case]} if dtype != "fp32" else set())
+            assert {f for f in files if f.startswith("fused_reduce") and f.endswith(".cu")} == tail_units
         for file, lines in files.items():
             assert lines == (SOURCE_DIR / file).read_text().splitlines(), f"{name}: {file} differs from kernels/{file}"
         # What the export adds is host glue only: no device code of its own.
