@@ -12,8 +12,7 @@
 #include <utility>
 
 namespace kb14 {
-// This pass's GPU architecture (900: sm_90; 0: the host pass): newer GPUs' instructions are no-ops before,
-// under `if constexpr (kArch >= ...)`, where callers take another path.
+// This pass's GPU architecture (900: sm_90; 0: the host pass): newer instructions go under `if constexpr`.
 #ifdef __CUDA_ARCH__
 constexpr int kArch = __CUDA_ARCH__;
 #else
@@ -26,9 +25,7 @@ __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename T> __device__ __forceinline__ T round_to(float v);
 template <> __device__ __forceinline__ __half round_to<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 round_to<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
+template <> __device__ __forceinline__ __nv_bfloat16 round_to<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // The device properties the launch plans read, queried once per device (then one atomic load a call);
 // static, so each module has its own cache (an inline function's statics are shared by every module).
@@ -79,27 +76,25 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+__device__ __forceinline__ uint32_t shared_address(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 
-// One 16-byte vector from global to shared memory, not through registers (cp.async; `policy` for L2).
-// Complete after the thread's wait_for_own_copies(). (The build needs sm_80+: kernels/jit.py.)
+// One 16-byte vector to shared memory by cp.async (sm_80+, kernels/jit.py), landed at wait_for_own_copies().
 __device__ __forceinline__ void copy_to_shared_async(uint4* dst, const uint4* src, uint64_t policy) {
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
                "l"(policy) : "memory");
 }
 __device__ __forceinline__ void wait_for_own_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// The bulk-copy engine and its mbarriers (sm_90+). An mbarrier completes its phase once `arrivals` threads
-// arrived and every byte announced to it has landed.
-__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t arrivals) {
-  if constexpr (kArch >= 900)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals));
-}
-// Makes the initialised mbarriers visible to the copy engine.
-__device__ __forceinline__ void fence_mbarrier_init() {
-  if constexpr (kArch >= 900) asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+// The bulk-copy engine and its mbarriers (sm_90+): a phase completes once its thread and every byte arrived.
+// Thread 0 sets up n mbarriers for the copy engine, then a barrier (every thread calls it).
+__device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {
+  if constexpr (kArch >= 900) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < n; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bars + i)));
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+  }
 }
 // Arrives on `bar`, announcing `bytes` still to land.
 __device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, uint32_t bytes) {
@@ -107,9 +102,7 @@ __device__ __forceinline__ void mbarrier_arrive_expecting(uint64_t* bar, uint32_
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
                  : "memory");
 }
-
-// Copies `bytes` (a multiple of 16, at least 16) from global to shared memory, both 16-byte aligned,
-// with the copy engine; they count towards `bar` as they land.
+// Copies `bytes` (a multiple of 16, at least 16) between 16-byte aligned addresses; they count towards `bar`.
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
                                                     uint64_t policy) {
   if constexpr (kArch >= 900)
@@ -117,17 +110,15 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
         ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy) : "memory");
 }
-
-// Waits until `bar` completes its phase of parity `parity` (0: its first; a reused ring stage alternates).
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity = 0) {
+// Waits until `bar` completes its first phase.
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
   if constexpr (kArch >= 900) {
     const uint32_t address = shared_address(bar);
     for (uint32_t done = 0; !done;)
-      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                   : "=r"(done) : "r"(address), "r"(parity) : "memory");
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done) : "r"(address) : "memory");
   }
 }
-
 // Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine, without waiting.
 __device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes) {
   if constexpr (kArch >= 900)
@@ -140,7 +131,6 @@ __device__ __forceinline__ unsigned sm_count() {
   asm("mov.u32 %0, %%nsmid;" : "=r"(n));
   return n;
 }
-
 // The GPU's nanosecond timer (%globaltimer) in units of 1024 ns, in 32 bits: the warming gates' clock.
 __device__ __forceinline__ uint32_t warm_clock() {
   uint64_t t;
@@ -148,8 +138,7 @@ __device__ __forceinline__ uint32_t warm_clock() {
   return static_cast<uint32_t>(t >> 10);
 }
 
-// Programmatic dependent launch: wait until the kernels this one depends on have finished and their
-// writes are visible; let the next kernel's blocks be placed.
+// Programmatic dependent launch: wait for the grids this one depends on (their writes visible); let the next start.
 __device__ __forceinline__ void wait_for_prior_grids() {
   if constexpr (kArch >= 900) asm volatile("griddepcontrol.wait;" ::: "memory");
 }

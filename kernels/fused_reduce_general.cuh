@@ -11,11 +11,9 @@
 #error "KB14_TORCH_VERSION (major * 100 + minor of the torch that is matched) must be defined"
 #endif
 
-namespace kb14 {
-namespace tail {
+namespace kb14::tail {
 constexpr ReleaseOrder kOrder = release_order(KB14_TORCH_VERSION);
-template <typename T>
-constexpr int kInputVec = input_vec(kOrder, sizeof(T));
+template <typename T> constexpr int kInputVec = input_vec(kOrder, sizeof(T));
 
 // The reference's quotient of an element widened to float (16-bit: rounded to the dtype, as it is stored).
 template <typename scalar_t>
@@ -24,8 +22,7 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
   else return to_float(round_to<scalar_t>(__fmul_rn(y, inv)));
 }
 
-// The reference's quotient, sum accumulation and scale: fp64 in double, the others in float; a 16-bit
-// sum is rounded to the dtype, scaled in float and rounded again.
+// The reference's quotient, sum and scale: fp64 in double, the rest in float (a 16-bit sum rounded, scaled, rounded).
 template <typename T>
 struct Arith {
   using acc_t = std::conditional_t<sizeof(T) == 8, double, float>;  // also the quotient's and the scale's type
@@ -39,11 +36,8 @@ struct Arith {
     else return round_to<T>(__fmul_rn(to_float(round_to<T>(sum)), scale));
   }
 };
-template <typename T>
-using acc_of = typename Arith<T>::acc_t;
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec { T v[V]; };
+template <typename T> using acc_of = typename Arith<T>::acc_t;
+template <typename T, int V> struct alignas(sizeof(T) * V) Vec { T v[V]; };
 
 template <typename scalar_t>
 struct Args {
@@ -59,8 +53,7 @@ struct Args {
   acc_t scale;
 };
 
-// The reference's warp shuffle tree on lanes [0, width), the result in lane 0. Blocks of fewer than 32
-// threads (tiny rows) shuffle among the threads they have.
+// The reference's shuffle tree on lanes [0, width) into lane 0 (blocks under 32 threads: among those they have).
 template <typename acc_t>
 __device__ __forceinline__ acc_t shuffle_tree(acc_t v, int width) {
   const unsigned threads = blockDim.x * blockDim.y;
@@ -98,9 +91,8 @@ __device__ __forceinline__ acc_t warp_tree(acc_t v, int n) {
   return v;
 }
 
-// The reference's tree over a block's leaves, thread (x, y) of bx lanes x by warps: lanes first from 2.10,
-// warps first before. True on thread (0, 0), which then holds the total; every thread calls it (a barrier).
-// slots: bx * by accumulators (unused for lanes first on one warp's width), totals: by.
+// The reference's tree over a block's leaves (thread (x, y) of bx lanes x by warps): lanes first from 2.10, warps
+// first before. A barrier; true on thread (0, 0), with the total. slots: bx * by accumulators, totals: by.
 template <typename acc_t>
 __device__ __forceinline__ bool block_tree(acc_t leaf, int bx, int by, int x, int y, acc_t* slots, acc_t* totals,
                                            acc_t& total) {
@@ -140,13 +132,11 @@ __device__ __forceinline__ acc_t leaf_sum(const acc_t (&acc)[V]) {
 }
 
 template <typename scalar_t>
-__device__ __forceinline__ acc_of<scalar_t> element(const scalar_t* row, int64_t col_stride, int64_t e,
-                                                    acc_of<scalar_t> inv) {
+__device__ __forceinline__ auto element(const scalar_t* row, int64_t col_stride, int64_t e, acc_of<scalar_t> inv) {
   return Arith<scalar_t>::quotient(row[e * col_stride], inv);
 }
 
-// Logical thread t's leaf on the vectorised path (input_vectorized_thread_reduce_impl), U loads in flight.
-// In-row offsets fit in 32 bits: the fused path only takes tensors of fewer than 2^31 bytes.
+// Thread t's vectorised leaf (input_vectorized_thread_reduce_impl), U loads in flight; offsets in 32 bits (< 2^31 B).
 template <typename scalar_t, int V, int U, bool kVectorLoads>
 __device__ __forceinline__ acc_of<scalar_t> vectorized_leaf(const Args<scalar_t>& a, const scalar_t* row, int shift,
                                                             int t, int lane, bool owns_edges) {
@@ -166,14 +156,11 @@ __device__ __forceinline__ acc_of<scalar_t> vectorized_leaf(const Args<scalar_t>
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int idx = t + (k0 + u) * step;
-      if (idx < nvec) {
-        if constexpr (kVectorLoads) {
-          buf[u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
-        } else {
+      if (idx >= nvec) continue;
+      if constexpr (kVectorLoads) buf[u] = reinterpret_cast<const Vec<scalar_t, V>*>(vbase)[idx];
+      else
 #pragma unroll
-          for (int i = 0; i < V; ++i) buf[u].v[i] = vbase[int64_t(idx * V + i) * a.col_stride];
-        }
-      }
+        for (int i = 0; i < V; ++i) buf[u].v[i] = vbase[int64_t(idx * V + i) * a.col_stride];
     }
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -192,7 +179,7 @@ __device__ __forceinline__ acc_of<scalar_t> vectorized_leaf(const Args<scalar_t>
 template <typename scalar_t>
 __device__ acc_of<scalar_t> scalar_leaf(const Args<scalar_t>& a, const scalar_t* row, int t) {
   using acc_t = acc_of<scalar_t>;
-  acc_t acc[kVt0] = {acc_t(0), acc_t(0), acc_t(0), acc_t(0)};
+  acc_t acc[kVt0] = {};
   int64_t e = t;
   for (int m = 0; e < a.cols; ++m, e += a.step) {
     const acc_t v = element(row, a.col_stride, e, a.inv);
@@ -225,8 +212,7 @@ __global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) spl
   using acc_t = acc_of<scalar_t>;
   __shared__ acc_t smem[kMaxThreads];
   __shared__ acc_t warp_totals[kWarp];
-  const int bx = blockDim.x, by = blockDim.y;
-  const int x = threadIdx.x, y = threadIdx.y, c = blockIdx.y;
+  const int bx = blockDim.x, by = blockDim.y, x = threadIdx.x, y = threadIdx.y, c = blockIdx.y;
   const int64_t r = blockIdx.x;
   const scalar_t* row = a.y + r * a.row_stride;
   const int t = x + bx * y + bx * by * c;
@@ -239,14 +225,12 @@ __global__ void __launch_bounds__(kMaxThreads, sizeof(scalar_t) < 8 ? 3 : 1) spl
   else a.out[r * a.out_stride] = Arith<scalar_t>::store(total, a.scale);
 }
 
-// The reference's global_reduce, after all of a row's blocks: thread (x, y) adds block totals x + bx * y,
-// + bx * by, ...; then the warp tree, then the lane tree.
+// The reference's global_reduce: thread (x, y) adds block totals x + bx * y, + bx * by, ...; the warp tree, the lanes'.
 template <typename scalar_t>
 __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar_t> a) {
   using acc_t = acc_of<scalar_t>;
   __shared__ acc_t smem[kMaxThreads];
-  const int bx = blockDim.x, by = blockDim.y;
-  const int x = threadIdx.x, y = threadIdx.y;
+  const int bx = blockDim.x, by = blockDim.y, x = threadIdx.x, y = threadIdx.y;
   const int64_t r = blockIdx.x;
   const acc_t* staged = a.partials + r * a.ctas;
   acc_t v = acc_t(0);
@@ -299,8 +283,7 @@ cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, cudaStream_t 
   const dim3 block(p.bx, p.by);
   if (!p.split_y) {
     const dim3 grid(static_cast<unsigned>(ceil_div(p.rows, p.by)));
-    return launch_programmatic(warp_row_kernel<scalar_t, V, U>, grid, block, 0, stream, programmatic, a,
-                               p.vectorized);
+    return launch_programmatic(warp_row_kernel<scalar_t, V, U>, grid, block, 0, stream, programmatic, a, p.vectorized);
   }
   const dim3 grid(static_cast<unsigned>(p.rows), p.ctas);
   const cudaError_t err =
@@ -312,12 +295,10 @@ cudaError_t launch_general(const Plan& p, const Args<scalar_t>& a, cudaStream_t 
 
 // The kernels' arguments for a planned call (strides in elements; `partials`: rows * ctas when ctas > 1).
 template <typename scalar_t>
-Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride, int64_t col_stride,
-                            scalar_t* out, int64_t out_stride, double divisor, double scale,
-                            acc_of<scalar_t>* partials) {
+Args<scalar_t> planned_args(const Plan& p, const scalar_t* y, int64_t row_stride, int64_t col_stride, scalar_t* out,
+                            int64_t out_stride, double divisor, double scale, acc_of<scalar_t>* partials) {
   using acc_t = acc_of<scalar_t>;
   return {y, row_stride, p.cols == 1 ? 1 : col_stride, out, out_stride, partials, p.rows, p.cols, p.step, p.ctas,
           reciprocal<acc_t>(kOrder, divisor), static_cast<acc_t>(scale)};
 }
-}  // namespace tail
-}  // namespace kb14
+}  // namespace kb14::tail

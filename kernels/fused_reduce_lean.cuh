@@ -1,6 +1,5 @@
-// The tail's lean kernels: plans of 32-lane rows of aligned unit-stride vectors (the shapes most calls
-// meet), the reference's additions in its order with the loads laid out for speed: few registers, evict-first
-// loads, griddepcontrol.wait just before the first read of y. Why each: results/kernel_notes.md, "The tail".
+// The tail's lean kernels: 32-lane rows of aligned unit-stride vectors (most calls), the reference's order with few
+// registers, evict-first loads, griddepcontrol.wait just before y's first read: results/kernel_notes.md, "The tail".
 #pragma once
 
 #include "fused_reduce_dispatch.h"
@@ -9,8 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
-namespace kb14 {
-namespace tail {
+namespace kb14::tail {
 // The lean kernels' arguments: rows and columns in 32 bits (the lean path takes fewer than 2^31 elements).
 template <typename scalar_t>
 struct LeanArgs {
@@ -61,8 +59,7 @@ __device__ __forceinline__ scalar_t lean_element_load(const scalar_t* p) {
 // Lean rows' vectors load .nc, L1 no-allocate, L2 evict-first; split lanes' words .cs (a policy each spilled).
 __device__ __forceinline__ void lean_load_one(uint4& r, const void* p, uint64_t policy) {
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-      : "l"(p), "l"(policy));
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
 }
 __device__ __forceinline__ void lean_load_one(uint2& r, const void* p, uint64_t policy) {
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy));
@@ -73,10 +70,8 @@ __device__ __forceinline__ void lean_load_one(uint32_t& r, const uint32_t* p, ui
 template <int U, int kStep, bool kInBounds = false, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int idx = k + u * kStep;
-    if (kInBounds || idx < nvec) lean_load_one(buf[u], row + idx, policy);
-  }
+  for (int u = 0; u < U; ++u)
+    if (kInBounds || k + u * kStep < nvec) lean_load_one(buf[u], row + (k + u * kStep), policy);
 }
 
 // Row r's whole vectors: the reference's fresh quotient row starts (r * cols) mod V past a vector boundary.
@@ -114,18 +109,15 @@ __device__ __forceinline__ void lean_add_vector(float (&acc)[V], const W& w, flo
 constexpr int kWarmRowsPerSm = 1;
 constexpr uint32_t kWarmWindowUnits = 16;
 static __device__ uint64_t warmed_trigger;  // the last warmed launch's serial and trigger time
-template <typename scalar_t>
-__device__ __forceinline__ void warm_behind_warmed_launch(const LeanArgs<scalar_t>& a, int r, const void* row,
-                                                          uint32_t bytes) {
+__device__ __forceinline__ void warm_behind_warmed_launch(uint32_t serial, int r, const void* row, uint32_t bytes) {
   if (threadIdx.x != 0 || r >= kWarmRowsPerSm * sm_count()) return;
   const uint64_t last = *static_cast<volatile uint64_t*>(&warmed_trigger);
-  const bool other_launch = static_cast<uint32_t>(last >> 32) != a.launch_serial;
+  const bool other_launch = static_cast<uint32_t>(last >> 32) != serial;
   if (other_launch && warm_clock() - static_cast<uint32_t>(last) < kWarmWindowUnits) bulk_prefetch_to_l2(row, bytes);
 }
-template <typename scalar_t>
-__device__ __forceinline__ void record_warmed_trigger(const LeanArgs<scalar_t>& a, int r) {
-  if (threadIdx.x == 0 && r == a.rows - 1)
-    *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(a.launch_serial) << 32 | warm_clock();
+__device__ __forceinline__ void record_warmed_trigger(uint32_t serial, bool last_row) {
+  if (threadIdx.x == 0 && last_row)
+    *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(serial) << 32 | warm_clock();
 }
 
 // A block row's tree: slots for the warps' totals (lanes first) or every leaf (warps first).
@@ -157,7 +149,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   const W* row = reinterpret_cast<const W*>(row_start + geo.base);
   const uint64_t policy = evict_first_policy();
   W buf[U];
-  if constexpr (kWarm) warm_behind_warmed_launch(a, r, row, static_cast<uint32_t>(U * kLeanBlock * sizeof(W)));
+  if constexpr (kWarm) warm_behind_warmed_launch(a.launch_serial, r, row, U * kLeanBlock * sizeof(W));
   wait_for_prior_grids();
   lean_load<U, kStep, kExactRows>(buf, row, t, geo.nvec, policy);
   // The first warp's lanes add the head first and the tail last; a warp row loads them late (early spilled).
@@ -171,7 +163,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
     if (owns_tail()) early_tail = lean_element_load(tail_element());
     if (owns_head()) early_head = lean_element_load(head_element());
   }
-  if constexpr (kWarm) record_warmed_trigger(a, r);
+  if constexpr (kWarm) record_warmed_trigger(a.launch_serial, r == a.rows - 1);
   allow_dependent_launch();
   const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
   float acc[V] = {};
@@ -241,13 +233,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   const int n = geo.nvec * kSplitLaneThreadsPerLane;  // the words of whole vectors, from base
   const uint64_t policy = kStaged ? evict_first_policy() : 0;
   Word buf[kStaged ? 1 : U];
-  if constexpr (kBulk) {
-    if (t == 0) {
-      mbarrier_init(&landed, 1);
-      fence_mbarrier_init();
-    }
-    __syncthreads();
-  }
+  if constexpr (kBulk) init_block_mbarriers(&landed, 1);
   wait_for_prior_grids();
   if constexpr (kStaged) {
     const uint4* vectors = reinterpret_cast<const uint4*>(row);
@@ -301,5 +287,4 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   if (has_tail) acc[0] = acc[0] + tail;
   split_lane_store(acc, t, lane, lane_leaves, a, r);
 }
-}  // namespace tail
-}  // namespace kb14
+}  // namespace kb14::tail

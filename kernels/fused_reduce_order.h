@@ -8,8 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace kb14 {
-namespace tail {
+namespace kb14::tail {
 // What changed in Reduce.cuh / ReduceSumProdKernel.cu between releases (2.10 is the line).
 struct ReleaseOrder {
   bool lanes_before_warps;            // block_x_reduce before block_y_reduce (before 2.10: warps first)
@@ -91,5 +90,4 @@ inline Plan plan_reference_sum(int64_t rows, int64_t cols, int input_vec_size, c
   p.step = static_cast<int>(step_input);
   return p;
 }
-}  // namespace tail
-}  // namespace kb14
+}  // namespace kb14::tail

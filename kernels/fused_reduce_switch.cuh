@@ -8,8 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace kb14 {
-namespace tail {
+namespace kb14::tail {
 // A number for each warmed launch of this process (LeanArgs::launch_serial).
 inline uint32_t next_launch_serial() {
   static std::atomic<uint32_t> serial{0};
@@ -133,5 +132,4 @@ cudaError_t launch_typed(const TailCall& call, const Config& c, TailScratch scra
 extern template cudaError_t launch_typed<__half>(const TailCall&, const Config&, TailScratch, void*, cudaStream_t);
 extern template cudaError_t launch_typed<__nv_bfloat16>(const TailCall&, const Config&, TailScratch, void*,
                                                         cudaStream_t);
-}  // namespace tail
-}  // namespace kb14
+}  // namespace kb14::tail

@@ -6,20 +6,19 @@
 
 namespace kb14 {
 
-// Thread 0 sets up n mbarriers of one arrival each for the copy engine; the whole block
-// then waits for them (a barrier: every thread must reach it).
-__device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < n; ++i) mbarrier_init(&bars[i], 1);
-    fence_mbarrier_init();
-  }
-  __syncthreads();
-}
-
 // Orders this thread's earlier shared-memory accesses before later bulk copies into it.
 __device__ __forceinline__ void fence_proxy_async_shared() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// Waits until `bar` completes its phase of parity `parity` (a reused ring stage alternates 0 and 1).
+__device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (uint32_t done = 0; !done;)
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
 #endif
 }
 

@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanA
     const int r = blockIdx.x + i * grid;
     if (r >= a.rows) break;
     const int s = i % kStages;
-    mbarrier_wait(&landed[s], (i / kStages) & 1);
+    mbarrier_wait_parity(&landed[s], (i / kStages) & 1);
     float acc[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0.0f;
