@@ -53,8 +53,7 @@ static inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   return cudaSuccess;
 }
 
-// Loads held as raw 32-bit words (16-bit element structs went to local memory), and element i of such
-// a vector of float, half or bfloat16, exactly, as float.
+// Loads as raw 32-bit words (16-bit element structs went to local memory); element i of one, exactly, as float.
 template <int kBytes> struct RawVec;
 template <> struct RawVec<16> { using type = uint4; };
 template <> struct RawVec<8> { using type = uint2; };
@@ -85,8 +84,7 @@ __device__ __forceinline__ void copy_to_shared_async(uint4* dst, const uint4* sr
 }
 __device__ __forceinline__ void wait_for_own_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// The bulk-copy engine and its mbarriers (sm_90+): a phase completes once its thread and every byte arrived.
-// Thread 0 sets up n mbarriers for the copy engine, then a barrier (every thread calls it).
+// Thread 0 sets up n one-arrival mbarriers for the copy engine (sm_90+), then a barrier: every thread calls it.
 __device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {
   if constexpr (kArch >= 900) {
     if (threadIdx.x == 0) {

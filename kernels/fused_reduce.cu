@@ -1,7 +1,5 @@
-// The launcher of kb14::div_sum_scale on CUDA (`torch.sum(y / d, 1, keepdim=True) * s` in one pass, with
-// the reference's bits): fused_reduce_dispatch.h picks a call's configuration, fused_reduce_switch.cuh
-// launches it; float and double here, the 16-bit types in their own units. No torch headers: the op
-// around it is fused_reduce_cuda.cpp, compiled alongside.
+// kb14::div_sum_scale's CUDA launcher (the reference's bits in one pass): fused_reduce_dispatch.h picks the kernel,
+// fused_reduce_switch.cuh launches it; float and double here. No torch headers (the op: fused_reduce_cuda.cpp).
 #include "fused_reduce_switch.cuh"
 
 namespace kb14 {

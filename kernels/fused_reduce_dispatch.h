@@ -1,6 +1,5 @@
-// The tail's dispatch as data: from a call (dtype, shape, layout, divisor, GPU, release group, launch
-// kind) to the kernel configuration that reproduces the reference's plan fastest. Plain C++ (tests run it
-// on the CPU). Each rule's deciding figures: results/kernel_notes.md, "The tail".
+// The tail's dispatch as data: from a call (dtype, shape, layout, divisor, GPU, release group, launch kind) to the
+// fastest kernel that reproduces the reference's plan. Plain C++, tested on the CPU; the figures: kernel_notes.md.
 #pragma once
 
 #include "fused_reduce_order.h"
@@ -61,8 +60,7 @@ constexpr int split_lane_min_blocks(int loads) { return loads <= 32 ? 8 : loads 
 constexpr int kStagedMaxRows = 1536;
 constexpr int64_t kStagedRowBytes = 48 * 1024;
 
-// Whether the packed 16-bit multiply reproduces the reference for this 1 / divisor: a power of two 2^k,
-// normal in the type, with y * 2^k exact in float for every finite y (half: -14..15; bfloat16: -16..127).
+// Whether the packed 16-bit multiply is the reference's: 1 / divisor = 2^k normal in the type, y * 2^k exact in float.
 inline bool packed_quotient_exact(float inv, bool half) {
   const int lowest = half ? -14 : -16, highest = half ? 15 : 127;
   int exponent = 0;
@@ -105,11 +103,7 @@ inline Config dispatch(const Call& c) {
   k.packed = bits16 && packed_quotient_exact(reciprocal<float>(order, c.divisor), c.dtype == TailDtype::kHalf);
   k.shifted = c.cols % V != 0;
   const int64_t rows = c.rows, cols = c.cols, sms = c.device.multiprocessors;
-  const auto take = [&](Leaf leaf, int loads) {
-    k.leaf = leaf;
-    k.loads = loads;
-    return k;
-  };
+  const auto take = [&](Leaf leaf, int loads) { k.leaf = leaf; k.loads = loads; return k; };
   if (p.split_y) {  // a row per block
     const int64_t per_thread = ceil_div(cols / V, kLeanBlock);
     if (cols == lean_row_loads(V) * V * kLeanBlock) {

@@ -23,8 +23,7 @@ __device__ __forceinline__ float quotient_of_float(float y, float inv) {
 }
 
 // The reference's quotient, sum and scale: fp64 in double, the rest in float (a 16-bit sum rounded, scaled, rounded).
-template <typename T>
-struct Arith {
+template <typename T> struct Arith {
   using acc_t = std::conditional_t<sizeof(T) == 8, double, float>;  // also the quotient's and the scale's type
   static __device__ __forceinline__ acc_t quotient(T y, acc_t inv) {
     if constexpr (sizeof(T) == 8) return __dmul_rn(y, inv);
@@ -39,8 +38,7 @@ struct Arith {
 template <typename T> using acc_of = typename Arith<T>::acc_t;
 template <typename T, int V> struct alignas(sizeof(T) * V) Vec { T v[V]; };
 
-template <typename scalar_t>
-struct Args {
+template <typename scalar_t> struct Args {
   using acc_t = acc_of<scalar_t>;
   const scalar_t* __restrict__ y;
   int64_t row_stride, col_stride;
@@ -58,11 +56,10 @@ template <typename acc_t>
 __device__ __forceinline__ acc_t shuffle_tree(acc_t v, int width) {
   const unsigned threads = blockDim.x * blockDim.y;
   const unsigned mask = threads >= 32 ? 0xffffffffu : (1u << threads) - 1u;
-  if (kOrder.shuffle_descending) {
+  if (kOrder.shuffle_descending)
     for (int offset = width >> 1; offset > 0; offset >>= 1) v = v + __shfl_down_sync(mask, v, offset);
-  } else {
+  else
     for (int offset = 1; offset < width; offset <<= 1) v = v + __shfl_down_sync(mask, v, offset);
-  }
   return v;
 }
 
@@ -73,10 +70,7 @@ __device__ acc_t lane_tree(acc_t v, int bx, int lane, acc_t* slot_row) {
     slot_row[lane] = v;
     for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
       __syncthreads();
-      if (lane < offset) {
-        v = v + slot_row[lane + offset];
-        slot_row[lane] = v;
-      }
+      if (lane < offset) slot_row[lane] = v = v + slot_row[lane + offset];
     }
     __syncthreads();
     return shuffle_tree(v, kWarp);
@@ -240,18 +234,12 @@ __global__ void __launch_bounds__(kMaxThreads) combine_blocks_kernel(Args<scalar
   smem[y * bx + x] = v;
   for (int offset = by >> 1; offset > 0; offset >>= 1) {
     __syncthreads();
-    if (y < offset) {
-      v = v + smem[(y + offset) * bx + x];
-      smem[y * bx + x] = v;
-    }
+    if (y < offset) smem[y * bx + x] = v = v + smem[(y + offset) * bx + x];
   }
   __syncthreads();
   // block_x_reduce on row 0, possibly wider than a warp.
   for (int offset = bx / 2; offset >= kWarp; offset >>= 1) {
-    if (y == 0 && x < offset) {
-      v = v + smem[x + offset];
-      smem[x] = v;
-    }
+    if (y == 0 && x < offset) smem[x] = v = v + smem[x + offset];
     __syncthreads();
   }
   if (y != 0) return;

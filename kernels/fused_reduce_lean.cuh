@@ -10,8 +10,7 @@
 
 namespace kb14::tail {
 // The lean kernels' arguments: rows and columns in 32 bits (the lean path takes fewer than 2^31 elements).
-template <typename scalar_t>
-struct LeanArgs {
+template <typename scalar_t> struct LeanArgs {
   static_assert(sizeof(scalar_t) < 8, "fp64 rows take the general kernels; the lean ones work in float");
   const scalar_t* __restrict__ y;
   int64_t row_stride;  // elements; row_stride - cols is a multiple of the vector width
@@ -25,8 +24,7 @@ struct LeanArgs {
   const int32_t* gathered_count = nullptr;
 };
 
-// The quotients of a word's two 16-bit elements, widened, by one packed multiply: where packed_quotient_exact
-// holds, y * inv is exact in float, so the reference's only rounding is the 16-bit one mul.rn.x2 does.
+// A word's two 16-bit quotients by one packed multiply, widened: the reference's where packed_quotient_exact holds.
 template <typename scalar_t>
 __device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, uint32_t inv_pair) {
   using Pair = std::conditional_t<std::is_same_v<scalar_t, __half>, __half2, __nv_bfloat162>;
@@ -75,8 +73,7 @@ __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int 
 }
 
 // Row r's whole vectors: the reference's fresh quotient row starts (r * cols) mod V past a vector boundary.
-template <int V, bool kShifted>
-struct LeanRow {
+template <int V, bool kShifted> struct LeanRow {
   int shift = 0, base = 0;  // the head: elements before base
   int nvec;                 // whole vectors from base; the tail after them
   __device__ __forceinline__ LeanRow(int r, int cols) {
@@ -190,8 +187,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   }
 }
 
-// A warp row spread over 128 threads for four times the loads in flight: lane l's accumulators live on threads
-// 4 l .. 4 l + 3, each reading 4-byte words t, t + 128, ... of the row's whole vectors.
+// A warp row over 128 threads, four times the loads in flight: lane l's accumulators on threads 4 l .. 4 l + 3.
 constexpr int kSplitLaneThreadsPerLane = kSplitLaneThreads / kWarp;
 static_assert(kSplitLaneThreads == kWarp * kInputVec<float>, "an fp32 lane's accumulators, one a thread");
 

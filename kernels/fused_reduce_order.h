@@ -1,7 +1,5 @@
-// The reference's order for `torch.sum(y / d, 1, keepdim=True) * s`, in plain C++. The reference's
-// sum (ATen's Reduce.cuh, between a multiply by 1 / d and one by s) adds in an order fixed by the launch
-// configuration it picks for the shape and GPU: which elements each logical thread (lane x, warp y,
-// block c) accumulates, then the tree across lanes, warps and blocks. plan_reference_sum recomputes it.
+// The reference's order for `torch.sum(y / d, 1, keepdim=True) * s` in plain C++: ATen's Reduce.cuh adds in an order
+// fixed by the launch configuration it picks for the shape and GPU, which plan_reference_sum recomputes.
 #pragma once
 
 #include "device_shape.h"

@@ -1,6 +1,5 @@
-// The switch from a call's configuration (fused_reduce_dispatch.h) to its kernel, for one element type:
-// fused_reduce.cu instantiates it for float and double, fused_reduce_half.cu and fused_reduce_bf16.cu for
-// the 16-bit types, so that the three nvcc units compile side by side. No torch headers.
+// From a call's configuration (fused_reduce_dispatch.h) to its kernel, per element type: instantiated by three
+// nvcc units that compile side by side (fused_reduce.cu: float, double; _half.cu, _bf16.cu). No torch headers.
 #pragma once
 
 #include "fused_reduce_launch.h"
@@ -15,19 +14,14 @@ inline uint32_t next_launch_serial() {
   return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-// Calls launch(packed, shifted) with the configuration's flags as std::bool_constant; packed exists for
-// 16-bit types only, shifted only where rows may start mid-vector (kAlignedRows: not).
+// Calls launch(packed, shifted) with the flags as std::bool_constant: packed for 16-bit types, shifted unless kAlignedRows.
 template <typename scalar_t, bool kAlignedRows, typename Launch>
 cudaError_t with_flags(const Config& c, Launch&& launch) {
   const auto shifted = [&](auto packed) {
-    if constexpr (!kAlignedRows) {
-      if (c.shifted) return launch(packed, std::true_type{});
-    }
+    if constexpr (!kAlignedRows) { if (c.shifted) return launch(packed, std::true_type{}); }
     return launch(packed, std::false_type{});
   };
-  if constexpr (sizeof(scalar_t) == 2) {
-    if (c.packed) return shifted(std::true_type{});
-  }
+  if constexpr (sizeof(scalar_t) == 2) { if (c.packed) return shifted(std::true_type{}); }
   return shifted(std::false_type{});
 }
 
