@@ -88,7 +88,8 @@ __device__ __forceinline__ void wait_for_own_copies() { asm volatile("cp.async.w
 __device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {
   if constexpr (kArch >= 900) {
     if (threadIdx.x == 0) {
-      for (int i = 0; i < n; ++i) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bars + i)));
+      for (int i = 0; i < n; ++i)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bars + i)));
       asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();

@@ -24,27 +24,14 @@ template <typename scalar_t> struct LeanArgs {
   const int32_t* gathered_count = nullptr;
 };
 
-// A word's two 16-bit quotients by one packed multiply, widened: the reference's where packed_quotient_exact holds.
+// A word's two 16-bit quotients, one packed multiply by inv in the type: the reference's if packed_quotient_exact.
 template <typename scalar_t>
-__device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, uint32_t inv_pair) {
+__device__ __forceinline__ float2 packed_quotient_pair(uint32_t packed, float inv) {
   using Pair = std::conditional_t<std::is_same_v<scalar_t, __half>, __half2, __nv_bfloat162>;
-  Pair y, inv;
+  Pair y;
   memcpy(&y, &packed, sizeof(y));
-  memcpy(&inv, &inv_pair, sizeof(inv));
-  if constexpr (std::is_same_v<scalar_t, __half>) return __half22float2(__hmul2_rn(y, inv));
-  else return __bfloat1622float2(__hmul2_rn(y, inv));
-}
-
-// inv twice in the type's 16 bits, for the packed multiply.
-template <typename scalar_t, bool kPackedMul>
-__device__ __forceinline__ uint32_t lean_inv_pair(float inv) {
-  if constexpr (kPackedMul) {
-    const scalar_t rounded = round_to<scalar_t>(inv);
-    uint16_t bits;
-    memcpy(&bits, &rounded, sizeof(bits));
-    return bits | (uint32_t(bits) << 16);
-  }
-  return 0;
+  if constexpr (std::is_same_v<scalar_t, __half>) return __half22float2(__hmul2_rn(y, __float2half2_rn(inv)));
+  else return __bfloat1622float2(__hmul2_rn(y, __float2bfloat162_rn(inv)));
 }
 
 // One element read alone (a row's head or tail), apart from its quotient: a block row waits for it once.
@@ -87,11 +74,11 @@ template <int V, bool kShifted> struct LeanRow {
 
 // Adds the quotients of one vector (or split-lane word) to V accumulators, element i to acc[i].
 template <typename scalar_t, int V, bool kPackedMul, typename W>
-__device__ __forceinline__ void lean_add_vector(float (&acc)[V], const W& w, float inv, uint32_t inv_pair) {
+__device__ __forceinline__ void lean_add_vector(float (&acc)[V], const W& w, float inv) {
   if constexpr (kPackedMul) {
 #pragma unroll
     for (int i = 0; i < V; i += 2) {
-      const float2 q = packed_quotient_pair<scalar_t>(word(w, i / 2), inv_pair);
+      const float2 q = packed_quotient_pair<scalar_t>(word(w, i / 2), inv);
       acc[i] = acc[i] + q.x;
       acc[i + 1] = acc[i + 1] + q.y;
     }
@@ -162,7 +149,6 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   }
   if constexpr (kWarm) record_warmed_trigger(a.launch_serial, r == a.rows - 1);
   allow_dependent_launch();
-  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
   float acc[V] = {};
   if (owns_head())
     acc[0] = 0.0f + Arith<scalar_t>::quotient(kWarpRows ? lean_element_load(head_element()) : early_head, a.inv);
@@ -170,7 +156,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   for (int k = t;;) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (kExactRows || k + u * kStep < geo.nvec) lean_add_vector<scalar_t, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
+      if (kExactRows || k + u * kStep < geo.nvec) lean_add_vector<scalar_t, V, kPackedMul>(acc, buf[u], a.inv);
     if constexpr (kExactRows) break;
     k += U * kStep;
     if (k >= geo.nvec) break;
@@ -255,7 +241,6 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   const float head = has_head ? quotient_at(row_start + (lane - geo.shift)) : 0.0f;
   const float tail = has_tail ? quotient_at(row + geo.nvec * V + lane) : 0.0f;
   allow_dependent_launch();
-  const uint32_t inv_pair = lean_inv_pair<scalar_t, kPackedMul>(a.inv);
   float acc[kAcc] = {};
   if (has_head) acc[0] = 0.0f + head;
   if constexpr (kStaged) {
@@ -268,13 +253,13 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
     const Word* staged = reinterpret_cast<const Word*>(split_lane_staged);
 #pragma unroll 8
     for (int k = t; k < n; k += kSplitLaneThreads)
-      lean_add_vector<scalar_t, kAcc, kPackedMul>(acc, staged[k], a.inv, inv_pair);
+      lean_add_vector<scalar_t, kAcc, kPackedMul>(acc, staged[k], a.inv);
   } else {
 #pragma unroll 1
     for (int k = t;;) {
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (k + u * kSplitLaneThreads < n) lean_add_vector<scalar_t, kAcc, kPackedMul>(acc, buf[u], a.inv, inv_pair);
+        if (k + u * kSplitLaneThreads < n) lean_add_vector<scalar_t, kAcc, kPackedMul>(acc, buf[u], a.inv);
       k += U * kSplitLaneThreads;
       if (k >= n) break;
       lean_load<U, kSplitLaneThreads>(buf, words, k, n, policy);

@@ -14,7 +14,7 @@ inline uint32_t next_launch_serial() {
   return serial.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-// Calls launch(packed, shifted) with the flags as std::bool_constant: packed for 16-bit types, shifted unless kAlignedRows.
+// launch(packed, shifted) with the flags as std::bool_constants: packed for 16-bit types, shifted unless kAlignedRows.
 template <typename scalar_t, bool kAlignedRows, typename Launch>
 cudaError_t with_flags(const Config& c, Launch&& launch) {
   const auto shifted = [&](auto packed) {

@@ -153,12 +153,11 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm)
   uint4 buf[U];
   lean_load<U, kLeanBlock, true>(buf, row, tid, U * kLeanBlock, policy);
   allow_dependent_launch();
-  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
   float acc[V];
 #pragma unroll
   for (int k = 0; k < V; ++k) acc[k] = 0.0f;
 #pragma unroll
-  for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[u], a.inv, inv_pair);
+  for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[u], a.inv);
   const float w = shuffle_tree(leaf_sum(acc), kWarp);
   if (lane == 0) warp_totals[warp] = w;
   __syncthreads();
@@ -235,7 +234,6 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanA
   if (tid == 0)
     for (int i = 0; i < kStages; ++i) fetch(i);
   allow_dependent_launch();
-  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
   for (int i = 0;; ++i) {
     const int r = blockIdx.x + i * grid;
     if (r >= a.rows) break;
@@ -246,7 +244,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanA
     for (int k = 0; k < V; ++k) acc[k] = 0.0f;
     const uint4* row = ring + s * kRowVectors;
 #pragma unroll
-    for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, row[tid + u * kLeanBlock], a.inv, inv_pair);
+    for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, row[tid + u * kLeanBlock], a.inv);
     const float w = shuffle_tree(leaf_sum(acc), kWarp);
     if (lane == 0) warp_totals[i & 1][warp] = w;
     __syncthreads();  // every thread has read stage s and posted its warp's total
@@ -311,7 +309,6 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanA
     }
   }
   allow_dependent_launch();
-  const uint32_t inv_pair = lean_inv_pair<T, kPackedMul>(a.inv);
   float leaf[kRows];
 #pragma unroll
   for (int j = 0; j < kRows; ++j) {
@@ -320,7 +317,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) multi_row_kernel(LeanA
     for (int k = 0; k < V; ++k) acc[k] = 0.0f;
     if (j < rows) {
 #pragma unroll
-      for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[j][u], a.inv, inv_pair);
+      for (int u = 0; u < U; ++u) lean_add_vector<T, V, kPackedMul>(acc, buf[j][u], a.inv);
     }
     leaf[j] = leaf_sum(acc);
   }
