@@ -77,12 +77,15 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 }
 __device__ __forceinline__ uint32_t shared_address(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 
-// One 16-byte vector to shared memory by cp.async (sm_80+, kernels/jit.py), landed at wait_for_own_copies().
+// One 16-byte vector to shared memory by cp.async (sm_80+, kernels/jit.py), landed at wait_for_block_copies().
 __device__ __forceinline__ void copy_to_shared_async(uint4* dst, const uint4* src, uint64_t policy) {
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src),
                "l"(policy) : "memory");
 }
-__device__ __forceinline__ void wait_for_own_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_block_copies() {  // a barrier: every thread calls it
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();
+}
 
 // Thread 0 sets up n one-arrival mbarriers for the copy engine (sm_90+), then a barrier: every thread calls it.
 __device__ __forceinline__ void init_block_mbarriers(uint64_t* bars, int n) {

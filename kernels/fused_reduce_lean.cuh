@@ -42,15 +42,14 @@ __device__ __forceinline__ scalar_t lean_element_load(const scalar_t* p) {
 }
 
 // Lean rows' vectors load .nc, L1 no-allocate, L2 evict-first; split lanes' words .cs (a policy each spilled).
-__device__ __forceinline__ void lean_load_one(uint4& r, const void* p, uint64_t policy) {
+__device__ __forceinline__ void lean_load_one(uint4& r, const uint4* p, uint64_t policy) {
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
       : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(policy));
 }
-__device__ __forceinline__ void lean_load_one(uint2& r, const void* p, uint64_t policy) {
+__device__ __forceinline__ void lean_load_one(uint2& r, const uint2* p, uint64_t policy) {
   asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.x), "=r"(r.y) : "l"(p), "l"(policy));
 }
-__device__ __forceinline__ void lean_load_one(float& r, const float* p, uint64_t) { r = __ldcs(p); }
-__device__ __forceinline__ void lean_load_one(uint32_t& r, const uint32_t* p, uint64_t) { r = __ldcs(p); }
+template <typename W> __device__ __forceinline__ void lean_load_one(W& r, const W* p, uint64_t) { r = __ldcs(p); }
 
 template <int U, int kStep, bool kInBounds = false, typename W>
 __device__ __forceinline__ void lean_load(W (&buf)[U], const W* row, int k, int nvec, uint64_t policy) {
@@ -104,9 +103,6 @@ __device__ __forceinline__ void record_warmed_trigger(uint32_t serial, bool last
     *static_cast<volatile uint64_t*>(&warmed_trigger) = uint64_t(serial) << 32 | warm_clock();
 }
 
-// A block row's tree: slots for the warps' totals (lanes first) or every leaf (warps first).
-constexpr int kLeanRowTreeFloats = kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock;
-
 // A row per warp (kWarpRows) or per 512-thread block. kExactRows: exactly U vectors a thread, loop-free (fewer
 // registers). kMinBlocks: the blocks per SM its registers allow. kGathered: block rows of a.gathered only.
 template <typename scalar_t, int V, int U, bool kWarpRows, bool kShifted, bool kPackedMul = false,
@@ -118,7 +114,7 @@ __global__ void __launch_bounds__(kBlock, kMinBlocks) lean_rows_kernel(LeanArgs<
   static_assert(!kGathered || (!kWarpRows && !kWarm), "gathered rows are block rows");
   using W = typename RawVec<sizeof(scalar_t) * V>::type;
   constexpr int kStep = kWarpRows ? kWarp : kLeanBlock;  // logical threads per row
-  __shared__ float smem[kWarpRows ? 1 : kLeanRowTreeFloats];
+  __shared__ float smem[kWarpRows ? 1 : kOrder.lanes_before_warps ? kLeanWarps : kLeanBlock];  // block_tree's slots
   const int tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
   const int t = kWarpRows ? lane : tid;  // logical thread within the row
   const int slot = kWarpRows ? blockIdx.x * (kBlock / kWarp) + warp : blockIdx.x;
@@ -183,10 +179,9 @@ __device__ __forceinline__ void split_lane_store(const float (&acc)[kAcc], int t
                                                  float (&lane_leaves)[kWarp], const LeanArgs<scalar_t>& a, int r) {
   float lane_acc[kSplitLaneThreadsPerLane * kAcc];
 #pragma unroll
-  for (int q = 0; q < kSplitLaneThreadsPerLane; ++q) {
+  for (int q = 0; q < kSplitLaneThreadsPerLane; ++q)
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) lane_acc[q * kAcc + i] = q == 0 ? acc[i] : __shfl_down_sync(0xffffffffu, acc[i], q);
-  }
   if (t % kSplitLaneThreadsPerLane == 0) lane_leaves[lane] = leaf_sum(lane_acc);
   __syncthreads();
   if (t < kWarp) {
@@ -244,12 +239,8 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   float acc[kAcc] = {};
   if (has_head) acc[0] = 0.0f + head;
   if constexpr (kStaged) {
-    if constexpr (kBulk) {
-      mbarrier_wait(&landed);
-    } else {
-      wait_for_own_copies();
-      __syncthreads();
-    }
+    if constexpr (kBulk) mbarrier_wait(&landed);
+    else wait_for_block_copies();
     const Word* staged = reinterpret_cast<const Word*>(split_lane_staged);
 #pragma unroll 8
     for (int k = t; k < n; k += kSplitLaneThreads)

@@ -16,15 +16,10 @@ struct ReleaseOrder {
   bool reciprocal_in_double;          // 1 / divisor in double, rounded once (pytorch#169507)
 };
 
-constexpr ReleaseOrder release_order(int torch_version) {
-  const bool v210 = torch_version >= 210;
-  return ReleaseOrder{v210, v210, v210, v210, v210};
-}
+constexpr ReleaseOrder release_order(int v) { return {v >= 210, v >= 210, v >= 210, v >= 210, v >= 210}; }
 
 // input_vec_size (and the alignment unit) of the vectorised path for elements of `bytes`.
-constexpr int input_vec(const ReleaseOrder& order, int bytes) {
-  return bytes == 2 && order.wide_vectors_for_16bit ? 8 : 4;
-}
+constexpr int input_vec(const ReleaseOrder& o, int bytes) { return bytes == 2 && o.wide_vectors_for_16bit ? 8 : 4; }
 
 // The reference's reciprocal of a CPU-scalar divisor in the op math type.
 template <typename op_t>

@@ -8,12 +8,6 @@
 #include <cstdint>
 
 namespace kb14::tail {
-// A number for each warmed launch of this process (LeanArgs::launch_serial).
-inline uint32_t next_launch_serial() {
-  static std::atomic<uint32_t> serial{0};
-  return serial.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
 // launch(packed, shifted) with the flags as std::bool_constants: packed for 16-bit types, shifted unless kAlignedRows.
 template <typename scalar_t, bool kAlignedRows, typename Launch>
 cudaError_t with_flags(const Config& c, Launch&& launch) {
@@ -43,10 +37,9 @@ cudaError_t launch_split_lanes(const Config& c, const LeanArgs<scalar_t>& a, cud
   constexpr int V = kInputVec<scalar_t>;
   const size_t smem = kStaged ? size_t(a.cols / V) * sizeof(typename RawVec<sizeof(scalar_t) * V>::type) : 0;
   return with_flags<scalar_t, false>(c, [&](auto packed, auto shifted) {
-    return launch_programmatic(split_lane_rows_kernel<U, kMinBlocks, decltype(shifted)::value, kStaged, scalar_t,
-                                                      decltype(packed)::value>,
-                               dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), smem, stream,
-                               c.programmatic, a);
+    return launch_programmatic(
+        split_lane_rows_kernel<U, kMinBlocks, decltype(shifted)::value, kStaged, scalar_t, decltype(packed)::value>,
+        dim3(static_cast<unsigned>(a.rows)), dim3(kSplitLaneThreads), smem, stream, c.programmatic, a);
   });
 }
 
@@ -57,8 +50,9 @@ cudaError_t launch_fp32_leaf(const Config& c, const LeanArgs<scalar_t>& a, cudaS
   constexpr int U = lean_row_loads(kInputVec<scalar_t>);
   switch (c.leaf) {
     case Leaf::kBlockRowsWarm: {
+      static std::atomic<uint32_t> serial{0};  // a number for each warmed launch (LeanArgs::launch_serial)
       LeanArgs<scalar_t> warmed = a;
-      warmed.launch_serial = next_launch_serial();
+      warmed.launch_serial = serial.fetch_add(1, std::memory_order_relaxed) + 1;
       return launch_lean_rows<scalar_t, U, false, true, kLeanBlock, kLeanBlocksPerSm, true>(c, warmed, stream);
     }
     case Leaf::kBlockRowsFive:
@@ -111,11 +105,9 @@ template <typename scalar_t>
 cudaError_t launch_typed(const TailCall& call, const Config& c, TailScratch scratch, void* context,
                          cudaStream_t stream) {
   using acc_t = typename Arith<scalar_t>::acc_t;
-  acc_t* partials = nullptr;
-  if (c.plan.ctas > 1) {
-    partials = static_cast<acc_t*>(scratch(context, c.plan.rows * c.plan.ctas, static_cast<int>(sizeof(acc_t))));
-    if (partials == nullptr) return cudaErrorMemoryAllocation;
-  }
+  const int64_t block_totals = c.plan.rows * c.plan.ctas;  // scratch for a row's blocks when ctas > 1
+  auto* partials = c.plan.ctas > 1 ? static_cast<acc_t*>(scratch(context, block_totals, sizeof(acc_t))) : nullptr;
+  if (c.plan.ctas > 1 && partials == nullptr) return cudaErrorMemoryAllocation;
   const Args<scalar_t> a = planned_args(c.plan, static_cast<const scalar_t*>(call.y), call.row_stride,
                                         call.col_stride, static_cast<scalar_t*>(call.out), call.out_stride,
                                         call.divisor, call.scale, partials);
