@@ -112,13 +112,13 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
         ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar)), "l"(policy) : "memory");
 }
-// Waits until `bar` completes its first phase.
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar) {
+// Waits until `bar` completes its phase of this parity (0: its first; a reused ring stage alternates).
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
   if constexpr (kArch >= 900) {
     const uint32_t address = shared_address(bar);
     for (uint32_t done = 0; !done;)
-      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}"
-                   : "=r"(done) : "r"(address) : "memory");
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done) : "r"(address), "r"(parity) : "memory");
   }
 }
 // Asks L2 for `bytes` (a multiple of 16) from p (16-byte aligned) through the copy engine, without waiting.

@@ -239,7 +239,7 @@ __global__ void __launch_bounds__(kSplitLaneThreads, kMinBlocks) split_lane_rows
   float acc[kAcc] = {};
   if (has_head) acc[0] = 0.0f + head;
   if constexpr (kStaged) {
-    if constexpr (kBulk) mbarrier_wait(&landed);
+    if constexpr (kBulk) mbarrier_wait(&landed, 0);
     else wait_for_block_copies();
     const Word* staged = reinterpret_cast<const Word*>(split_lane_staged);
 #pragma unroll 8

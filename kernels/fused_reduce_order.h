@@ -16,7 +16,7 @@ struct ReleaseOrder {
   bool reciprocal_in_double;          // 1 / divisor in double, rounded once (pytorch#169507)
 };
 
-constexpr ReleaseOrder release_order(int v) { return {v >= 210, v >= 210, v >= 210, v >= 210, v >= 210}; }
+constexpr ReleaseOrder release_order(int version) { const bool v = version >= 210; return {v, v, v, v, v}; }
 
 // input_vec_size (and the alignment unit) of the vectorised path for elements of `bytes`.
 constexpr int input_vec(const ReleaseOrder& o, int bytes) { return bytes == 2 && o.wide_vectors_for_16bit ? 8 : 4; }

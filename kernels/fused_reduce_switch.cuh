@@ -102,16 +102,16 @@ cudaError_t launch_leaf(const Config& c, const Args<scalar_t>& g, cudaStream_t s
 }
 
 template <typename scalar_t>
-cudaError_t launch_typed(const TailCall& call, const Config& c, TailScratch scratch, void* context,
-                         cudaStream_t stream) {
-  using acc_t = typename Arith<scalar_t>::acc_t;
-  const int64_t block_totals = c.plan.rows * c.plan.ctas;  // scratch for a row's blocks when ctas > 1
-  auto* partials = c.plan.ctas > 1 ? static_cast<acc_t*>(scratch(context, block_totals, sizeof(acc_t))) : nullptr;
-  if (c.plan.ctas > 1 && partials == nullptr) return cudaErrorMemoryAllocation;
-  const Args<scalar_t> a = planned_args(c.plan, static_cast<const scalar_t*>(call.y), call.row_stride,
-                                        call.col_stride, static_cast<scalar_t*>(call.out), call.out_stride,
-                                        call.divisor, call.scale, partials);
-  return launch_leaf(c, a, stream);
+cudaError_t launch_typed(const TailCall& call, const Config& c, TailScratch scratch, void* context, cudaStream_t stream) {
+  using acc_t = acc_of<scalar_t>;
+  acc_t* partials = nullptr;  // a row's blocks' totals, when ctas > 1
+  if (c.plan.ctas > 1) {
+    partials = static_cast<acc_t*>(scratch(context, c.plan.rows * c.plan.ctas, sizeof(acc_t)));
+    if (partials == nullptr) return cudaErrorMemoryAllocation;
+  }
+  return launch_leaf(c, planned_args(c.plan, static_cast<const scalar_t*>(call.y), call.row_stride, call.col_stride,
+                                     static_cast<scalar_t*>(call.out), call.out_stride, call.divisor, call.scale,
+                                     partials), stream);
 }
 
 // Instantiated in units of their own (fused_reduce_half.cu, fused_reduce_bf16.cu).

@@ -13,15 +13,6 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
-// Waits until `bar` completes its phase of parity `parity` (a reused ring stage alternates 0 and 1).
-__device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  for (uint32_t done = 0; !done;)
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
-#endif
-}
-
 // bulk_prefetch_to_l2 under an L2 `policy` (0: none).
 __device__ __forceinline__ void bulk_prefetch_to_l2(const void* p, uint32_t bytes, uint64_t policy) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

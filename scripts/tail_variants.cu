@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kLeanBlock, kLeanBlocksPerSm) bulk_rows_kernel
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
-    mbarrier_wait(&arrived[c]);
+    mbarrier_wait(&arrived[c], 0);
     const uint4 v = row_copy[c * kLeanBlock + tid];
     acc[0] = acc[0] + __fmul_rn(__uint_as_float(v.x), a.inv);
     acc[1] = acc[1] + __fmul_rn(__uint_as_float(v.y), a.inv);
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(kLeanBlock, kMinBlocks) ring_rows_kernel(LeanA
     const int r = blockIdx.x + i * grid;
     if (r >= a.rows) break;
     const int s = i % kStages;
-    mbarrier_wait_parity(&landed[s], (i / kStages) & 1);
+    mbarrier_wait(&landed[s], (i / kStages) & 1);
     float acc[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) acc[k] = 0.0f;

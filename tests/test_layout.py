@@ -43,20 +43,16 @@ def test_the_evidence_and_the_readme_stay_small(tracked_files):
 
 
 def tail_cuda_sources() -> set[Path]:
-    """The tail's nvcc units and every header of this folder they include, but the launch interface
-    that the torch glue shares (fused_reduce_launch.h; issue 47 counted without it)."""
-    from kernels import jit
+    """The tail's nvcc units and every header of this folder they include (export's inlining walks
+    them), but the launch interface that the torch glue shares (fused_reduce_launch.h; issue 47
+    counted without it)."""
+    from kernels import export, jit
 
-    todo = [jit.SOURCE_DIR / unit for unit in jit.MODULES["tail_cuda"].cuda]
-    found: set[Path] = set()
-    while todo:
-        path = todo.pop()
-        if path in found:
-            continue
-        found.add(path)
-        for name in re.findall(r'^#include "([^"]+)"', path.read_text(), re.M):
-            todo.append(jit.SOURCE_DIR / name)
-    return found - {jit.SOURCE_DIR / "fused_reduce_launch.h"}
+    units = jit.MODULES["tail_cuda"].cuda
+    headers: set[str] = set()
+    for unit in units:
+        export.inline_file(unit, headers)
+    return {jit.SOURCE_DIR / name for name in (set(units) | headers) - {"fused_reduce_launch.h"}}
 
 
 def test_the_tails_cuda_sources_stay_small():

@@ -346,7 +346,7 @@ __global__ void __launch_bounds__(512, kBlocksPerSm)
     const int r = blockIdx.x + i * grid;
     if (r >= rows) break;
     const int s = i % kStages;
-    mbarrier_wait_parity(&landed[s], (i / kStages) & 1);
+    mbarrier_wait(&landed[s], (i / kStages) & 1);
     const uint4* row = ring + s * kRowVectors;
     double acc0 = 0.0, acc1 = 0.0;
 #pragma unroll
