@@ -36,10 +36,6 @@ translation unit, host compiler or nvcc, which ninja compiles in parallel):
   it is never loaded;
 * a build prints one line to stderr (what, where, roughly how long), then its time.
 
-A model starts the build of its modules when it is constructed (`build_soon`, on a
-background thread): its first call then waits only for what is left of the build, which
-has run beside the weight's initialisation and its move to the GPU.
-
 A module can name others to load after it (``Module.after``): those do not hold up
 the first call. If cached they are loaded at once; otherwise they are built on a
 background thread and loaded by the next call of `kernels.div_sum_scale` after the
