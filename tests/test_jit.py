@@ -103,31 +103,6 @@ def test_a_build_killed_half_way_is_rebuilt(built_cache):
     assert (build_dir / ".done").exists()
 
 
-CONSTRUCT_THEN_CALL = IMPORT + """
-import torch
-from kernels import jit
-from modelnew import ModelNew
-device = "cuda" if jit.cuda_build_wanted() else "cpu"
-model = ModelNew(300, 8, 1.5)
-print("BUILDING", sorted(jit.background_builds))
-x = torch.ones(3, 300)
-with torch.no_grad():
-    out = model.to(device)(x.to(device))
-ref = torch.sum(torch.matmul(x, model.weight.cpu().T) / 2, dim=1, keepdim=True) * 1.5
-print("LOADED", sorted(jit._loaded), "CLOSE", torch.allclose(out.cpu(), ref, rtol=1e-5, atol=1e-5))
-"""
-
-
-def test_a_model_starts_its_build_when_constructed_and_its_first_call_waits_for_it(tmp_path):
-    module = "tail_cuda" if jit.cuda_build_wanted() else "tail_cpu"
-    out, err = _finish(_import_in_subprocess(tmp_path / "cache", code=CONSTRUCT_THEN_CALL))
-    assert f"BUILDING ['{module}']" in out and f"'{module}'" in out.split("LOADED")[1], out + err
-    assert "CLOSE True" in out, out + err
-    # One build, started by the constructor; the first call waited for it, not for the file lock.
-    assert err.count("compiling") == 1 and "in the background" in err, err
-    assert "waiting for another process" not in err, err
-
-
 # A module named in another's `after` (as the C++ autograd is in tail_cuda's), hung here
 # on the CPU tail so that the test runs without a GPU: the autograd module builds and
 # registers on any machine.
