@@ -61,11 +61,8 @@ def _exact_forward(x: torch.Tensor, w: torch.Tensor, scaling_factor: float) -> t
 
 
 class ModelNew(nn.Module):
-    KERNEL_OPS = ("div_sum_scale",)
-
     def __init__(self, input_size, hidden_size, scaling_factor):
         super().__init__()
-        kernels.build_soon(*self.KERNEL_OPS)  # overlaps the first use's build with what follows
         # Same RNG call, same order, same name as the reference: a seed gives the same weight.
         self.weight = nn.Parameter(torch.randn(hidden_size, input_size))
         self.scaling_factor = scaling_factor
@@ -102,11 +99,8 @@ class ModelNewColsum(nn.Module):
     the first.
     """
 
-    KERNEL_OPS = ("colsum", "colsum_matvec")
-
     def __init__(self, input_size, hidden_size, scaling_factor):
         super().__init__()
-        kernels.build_soon(*self.KERNEL_OPS)  # overlaps the first use's build with what follows
         # Same RNG call, same order, same name as the reference: a seed gives the same weight.
         self.weight = nn.Parameter(torch.randn(hidden_size, input_size))
         self.scaling_factor = scaling_factor
@@ -218,8 +212,6 @@ class ModelNewHybrid(ModelNewColsum):
     Gradients, to x and to the weight, are the reference's chain rule written in closed
     form: d out_r / d x_r = scale/2 * W.sum(0), d out_r / d W[h] = scale/2 * x_r.
     """
-
-    KERNEL_OPS = ("colsum", "hybrid_forward", "div_sum_scale")
 
     def __init__(self, input_size, hidden_size, scaling_factor):
         super().__init__(input_size, hidden_size, scaling_factor)

@@ -4,8 +4,7 @@
 in one pass over `y` and returns the reference's exact bits. Importing the package
 defines `torch.ops.kb14` and compiles nothing: the first call of an op on a device
 builds that op's module for that device (see `kernels.jit`; `kernels.jit.build_all()`
-or `python -m kernels.build` builds every module ahead of time; `build_soon(op, ...)` starts
-building the modules of those ops in the background, as the models do when constructed).
+or `python -m kernels.build` builds every module ahead of time).
 
 `colsum(W)` and `colsum_matvec(x, c, scale)` compute the same model by its algebraic
 rewrite, `scale / divisor * (x @ W.sum(0))`, in fp64: not the reference's bits, but
@@ -15,7 +14,6 @@ two orders of magnitude faster and closer to the exact answer (see kernels.colsu
 from kernels.colsum_ops import colsum, colsum_matvec, colsum_matvec_reference
 from kernels.jit import build_all
 from kernels.ops import div_sum_scale, div_sum_scale_reference
-from kernels.schema import build_soon
 
 __all__ = [
     "colsum",
@@ -24,5 +22,4 @@ __all__ = [
     "div_sum_scale",
     "div_sum_scale_reference",
     "build_all",
-    "build_soon",
 ]

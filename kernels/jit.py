@@ -50,7 +50,6 @@ run, in parallel, ahead of time.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
@@ -410,10 +409,6 @@ def load(name: str) -> Path:
         return library
     with _locks[name]:
         if name not in _loaded:
-            started = background_builds.get(name)
-            if started is not None:
-                # Wait for the build under way; if it failed, build() below tries again here and raises.
-                concurrent.futures.wait([started])
             library = build(name)
             # A torch-free module registers nothing: its caller opens it (ctypes).
             registers_ops = not MODULES[name].torch_free
@@ -433,26 +428,18 @@ _background_lock = threading.Lock()
 
 def _load_soon(name: str) -> None:
     """Load the module now if it is cached, else start its build on a background thread."""
+    global _background_pool
     if name in _loaded:
         return
     if is_built(name):
         load(name)
         return
-    build_soon(name)
-
-
-def build_soon(name: str) -> None:
-    """Start building the module on a background thread unless it is loaded, cached or under way.
-    Its first load waits for what is left of the build; the next op call after the build loads it."""
-    global _background_pool
-    if name in _loaded or name in background_builds or is_built(name):
-        return
     with _background_lock:
         if name in background_builds or name in _loaded:
             return
         if _background_pool is None:
-            # Its workers are joined at interpreter exit: an unfinished build completes.
-            _background_pool = ThreadPoolExecutor(max_workers=len(MODULES), thread_name_prefix="kb14-build")
+            # Its worker is joined at interpreter exit: an unfinished build completes.
+            _background_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb14-build")
         spec(name)  # hash the sources in this thread
         background_builds[name] = _background_pool.submit(build, name, True)
 

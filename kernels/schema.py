@@ -43,17 +43,6 @@ MODULE_OF = {
 }
 
 
-def build_soon(*op_names: str) -> None:
-    """Start building, in the background, the modules holding these ops' kernels for the device a model
-    on this machine most likely runs on: CUDA where a GPU is visible, else the CPU. The models call it
-    when constructed, so that the build overlaps the weight's initialisation and its move to the GPU."""
-    device = "cuda" if jit.cuda_build_wanted() else "cpu"
-    for op_name in op_names:
-        module = MODULE_OF[op_name].get(device)
-        if module is not None:
-            jit.build_soon(module)
-
-
 def _first_use_kernel(op_name: str, check):
     op = getattr(torch.ops.kb14, op_name).default
     modules = MODULE_OF[op_name]
