@@ -114,7 +114,8 @@ def translation_unit(files: tuple[str, ...]) -> list[str]:
 
 
 # The tail's nvcc units of one 16-bit dtype's kernels: a file embeds its own dtype's only.
-TAIL_DTYPE_UNITS = {"kHalf": "fused_reduce_half.cu", "kBFloat16": "fused_reduce_bf16.cu"}
+TAIL_DTYPE_UNITS = {"kDouble": "fused_reduce_double.cu", "kHalf": "fused_reduce_half.cu",
+                    "kBFloat16": "fused_reduce_bf16.cu"}
 
 
 def tail_cuda_units(dtype_case: str) -> tuple[str, ...]:
