@@ -1,4 +1,4 @@
-// From a call's configuration (fused_reduce_dispatch.h) to its kernel, per element type: instantiated by three
+// From a call's configuration (fused_reduce_dispatch.h) to its kernel, per element type: instantiated by four
 // nvcc units that compile side by side (fused_reduce.cu: float; _double.cu, _half.cu, _bf16.cu). No torch headers.
 #pragma once
 
