@@ -3,11 +3,7 @@
 #include <cstdint>
 
 namespace kb14 {
-struct DeviceShape {
-  int multiprocessors;
-  int max_threads_per_multiprocessor;
-  int compute_major;
-};
+struct DeviceShape { int multiprocessors, max_threads_per_multiprocessor, compute_major; };
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace kb14

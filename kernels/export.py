@@ -96,6 +96,7 @@ def disable_line(lines: list[str], exact: str, reason: str) -> list[str]:
 
 
 REGISTRATION = "TORCH_LIBRARY_IMPL(kb14, CUDA, m) {"
+SHIM_REGISTRATION = "#define KB14_SHIM_REGISTRATION 1"  # fused_reduce_cuda.cpp's registration through torch's C shim
 NOT_REGISTERED = "the file's pybind functions below stand for the kb14 op registration"
 
 
@@ -107,11 +108,14 @@ def translation_unit(files: tuple[str, ...]) -> list[str]:
         lines.append(f'{TAG}: begin "{name}"')
         lines.extend(inline_file(name, seen))
         lines.append(f'{TAG}: end "{name}"')
+    if any(line.strip() == SHIM_REGISTRATION for line in lines):
+        lines = disable_line(lines, SHIM_REGISTRATION, NOT_REGISTERED)
     return disable_blocks(lines, REGISTRATION, NOT_REGISTERED)
 
 
 # The tail's nvcc units of one 16-bit dtype's kernels: a file embeds its own dtype's only.
-TAIL_DTYPE_UNITS = {"kHalf": "fused_reduce_half.cu", "kBFloat16": "fused_reduce_bf16.cu"}
+TAIL_DTYPE_UNITS = {"kDouble": "fused_reduce_double.cu", "kHalf": "fused_reduce_half.cu",
+                    "kBFloat16": "fused_reduce_bf16.cu"}
 
 
 def tail_cuda_units(dtype_case: str) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
 // kb14::div_sum_scale's CUDA launcher (the reference's bits in one pass): fused_reduce_dispatch.h picks the kernel,
-// fused_reduce_switch.cuh launches it; float and double here. No torch headers (the op: fused_reduce_cuda.cpp).
+// fused_reduce_switch.cuh launches it; float here. No torch headers (the op: fused_reduce_cuda.cpp).
 #include "fused_reduce_switch.cuh"
 
 namespace kb14 {

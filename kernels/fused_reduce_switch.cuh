@@ -1,5 +1,5 @@
-// From a call's configuration (fused_reduce_dispatch.h) to its kernel, per element type: instantiated by three
-// nvcc units that compile side by side (fused_reduce.cu: float, double; _half.cu, _bf16.cu). No torch headers.
+// From a call's configuration (fused_reduce_dispatch.h) to its kernel, per element type: instantiated by four
+// nvcc units that compile side by side (fused_reduce.cu: float; _double.cu, _half.cu, _bf16.cu). No torch headers.
 #pragma once
 
 #include "fused_reduce_launch.h"
@@ -114,7 +114,8 @@ cudaError_t launch_typed(const TailCall& call, const Config& c, TailScratch scra
                                      partials), stream);
 }
 
-// Instantiated in units of their own (fused_reduce_half.cu, fused_reduce_bf16.cu).
+// Instantiated in units of their own (fused_reduce_double.cu, _half.cu, _bf16.cu).
+extern template cudaError_t launch_typed<double>(const TailCall&, const Config&, TailScratch, void*, cudaStream_t);
 extern template cudaError_t launch_typed<__half>(const TailCall&, const Config&, TailScratch, void*, cudaStream_t);
 extern template cudaError_t launch_typed<__nv_bfloat16>(const TailCall&, const Config&, TailScratch, void*,
                                                         cudaStream_t);

@@ -6,9 +6,9 @@ from the cache) the module that holds that op's kernels for that device:
     tail_cpu      div_sum_scale on CPU tensors: tail_cpu.cpp and tail_cpu_16bit.cpp, no
                   torch headers (loaded with ctypes; the op's glue is Python, kernels/tail_cpu.py)
     tail_cuda     div_sum_scale on CUDA tensors: fused_reduce.cu (the launcher, no
-                  torch headers; the 16-bit types' kernels in fused_reduce_half.cu and
-                  fused_reduce_bf16.cu), fused_reduce_cuda.cpp (the op) and
-                  fused_reduce_register.cpp (its registration)
+                  torch headers; the other types' kernels in fused_reduce_double.cu,
+                  _half.cu and _bf16.cu) and fused_reduce_cuda.cpp (the op and its
+                  registration)
     tail_cuda_autograd
                   div_sum_scale's C++ autograd for CUDA tensors: tail_autograd_cuda.cpp;
                   loaded after tail_cuda without holding up the first call (below)
@@ -89,8 +89,9 @@ MODULES = {
     "tail_cpu": Module("cpu", "div_sum_scale's CPU kernels", ("tail_cpu.cpp", "tail_cpu_16bit.cpp"), (),
                        ("tail_cpu.h",), True, 5),
     "tail_cuda": Module("cuda", "div_sum_scale's CUDA kernels and op",
-                        ("fused_reduce_cuda.cpp", "fused_reduce_register.cpp"),
-                        ("fused_reduce.cu", "fused_reduce_half.cu", "fused_reduce_bf16.cu"),
+                        ("fused_reduce_cuda.cpp",),
+                        ("fused_reduce.cu", "fused_reduce_double.cu", "fused_reduce_half.cu",
+                         "fused_reduce_bf16.cu"),
                         ("error_message.h", "div_sum_scale.h", "fused_reduce_launch.h", "device_shape.h",
                          "device_math.cuh", "fused_reduce_order.h", "fused_reduce_dispatch.h",
                          "fused_reduce_general.cuh", "fused_reduce_lean.cuh", "fused_reduce_switch.cuh"), False, 8,

@@ -8,6 +8,7 @@
 #include "bulk_copy.cuh"
 #include "fused_reduce.cu"
 #include "fused_reduce_bf16.cu"
+#include "fused_reduce_double.cu"
 #include "fused_reduce_half.cu"
 
 using namespace kb14;
