@@ -37,12 +37,14 @@ translation unit, host compiler or nvcc, which ninja compiles in parallel):
 * a build prints one line to stderr (what, where, roughly how long), then its time.
 
 A module can name others to load after it (``Module.after``): those do not hold up
-the first call. If cached they are loaded at once; otherwise they are built on a
-background thread and loaded by the next call of `kernels.div_sum_scale` after the
-build finishes (`load_finished_builds`); the interpreter waits for an unfinished one
-at exit, so that the next process finds it cached. The C++ autograd is such a module:
-until it is loaded the op's Python autograd formula serves CUDA calls, with the same
-bits and a few microseconds more host time.
+the first call. If cached they are loaded at once; otherwise a child process builds
+them (its output in a log beside the cache entry) and the next call of
+`kernels.div_sum_scale` after it ends loads them (`load_finished_builds`). A process,
+not a thread: `check.py --strict` fails a candidate that leaves a thread running, the
+interpreter's exit does not wait for the build, and the build still finishes for the
+next process. The C++ autograd is such a module: until it is loaded the op's Python
+autograd formula serves CUDA calls, with the same bits and a few microseconds more
+host time.
 
 `build_all()` (or ``python -m kernels.build``) builds every module this machine can
 run, in parallel, ahead of time.
@@ -58,10 +60,11 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -421,15 +424,19 @@ def load(name: str) -> Path:
     return _loaded[name]
 
 
-# Modules being built on a background thread, by name; loaded by load_finished_builds.
-background_builds: dict[str, Future] = {}
-_background_pool: ThreadPoolExecutor | None = None
+@dataclass
+class BackgroundBuild:
+    process: subprocess.Popen
+    log: Path
+
+
+# Modules being built by a child process, by name; loaded by load_finished_builds.
+background_builds: dict[str, BackgroundBuild] = {}
 _background_lock = threading.Lock()
 
 
 def _load_soon(name: str) -> None:
-    """Load the module now if it is cached, else start its build on a background thread."""
-    global _background_pool
+    """Load the module now if it is cached, else start its build in a child process."""
     if name in _loaded:
         return
     if is_built(name):
@@ -438,28 +445,47 @@ def _load_soon(name: str) -> None:
     with _background_lock:
         if name in background_builds or name in _loaded:
             return
-        if _background_pool is None:
-            # Its worker is joined at interpreter exit: an unfinished build completes.
-            _background_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb14-build")
-        spec(name)  # hash the sources in this thread
-        background_builds[name] = _background_pool.submit(build, name, True)
+        background_builds[name] = _start_background_build(name)
+
+
+def _start_background_build(name: str) -> BackgroundBuild:
+    """`build(name)` in a child process, which this one's exit leaves running (a Ctrl-C to
+    both stops it: the next first use builds again). Such modules are host code only
+    (tests/test_jit.py): the child never touches the GPU."""
+    build_name, build_dir = _cache_entry(name)
+    log = cache_root() / f"{build_name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    module = MODULES[name]
+    _say(f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) into {build_dir} in the background "
+         f"(log: {log}): first use only, {_estimate(spec(name))} ...")
+    # The path first: a `kernels` folder in the working directory is not this one.
+    code = (f"import sys; sys.path.insert(0, {str(SOURCE_DIR.parent)!r}); from kernels import jit; "
+            f"jit.build({name!r}, background=True)")
+    with open(log, "w") as out:
+        process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    return BackgroundBuild(process, log)
 
 
 def load_finished_builds(wait: bool = False) -> None:
-    """Load the modules whose background builds have finished (with `wait`, wait for all).
-    A build that failed is reported once; what it would have replaced stays in use."""
-    for name, future in list(background_builds.items()):
-        if not (wait or future.done()):
+    """Load the modules whose background builds have ended (with `wait`, wait for all).
+    A build that failed is reported once, with its log's end; what it would have
+    replaced stays in use."""
+    for name, started in list(background_builds.items()):
+        if not (wait or started.process.poll() is not None):
             continue
         with _background_lock:
             if background_builds.pop(name, None) is None:
                 continue  # another thread took it
-        try:
-            future.result()
-        except Exception as exc:  # noqa: BLE001 - reported, and the Python fallback remains
-            _say(f"building {name} in the background failed, so it is not used: {exc}")
-        else:
+        status = started.process.wait()
+        if status == 0 and is_built(name):
             load(name)
+            continue
+        tail = ""
+        with contextlib.suppress(OSError):
+            tail = "".join(started.log.read_text(errors="replace").splitlines(keepends=True)[-20:])
+        _say(f"building {name} in the background failed (exit status {status}), so it is not used; "
+             f"the end of {started.log}:\n{tail}")
 
 
 def modules_for(device_type: str) -> list[str]:

@@ -54,7 +54,7 @@ def div_sum_scale(y: torch.Tensor, divisor: float = 2.0, scale: float = 1.0, pdl
     if type(pdl) is not bool:
         raise TypeError(f"div_sum_scale: pdl must be a bool, got {type(pdl).__name__}")
     # The C++ autograd, built after the first CUDA call, is loaded by the next eager call
-    # once built; torch.compile traces past it (a Future's lock cannot be traced).
+    # once built; torch.compile traces past it (polling a child process cannot be traced).
     if jit.background_builds and not torch.compiler.is_compiling():
         jit.load_finished_builds()
     return OP(y, divisor, scale, pdl)

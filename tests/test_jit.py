@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,8 +114,13 @@ jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("t
 def cpp_autograd():
     lines = torch._C._dispatch_dump("kb14::div_sum_scale").splitlines()
     return any(line.startswith("AutogradCUDA:") and "tail_autograd_cuda.cpp" in line for line in lines)
+from harness.strict import Watch
+watch = Watch()
 kernels.div_sum_scale(torch.ones(3, 300), 2, 1.5)
 print("PENDING", sorted(jit.background_builds), "CPP_AUTOGRAD", cpp_autograd())
+print("EXTRA_THREADS", watch.new_threads("after the call"))
+import atexit  # runs after the interpreter has joined its threads
+atexit.register(lambda: print("EXITING_AT", time.time(), flush=True))
 """
 POLL_UNTIL_LOADED = """
 deadline = time.monotonic() + 600
@@ -135,6 +141,16 @@ def exiting_with_a_build_pending(built_cache, tmp_path_factory):
     if proc.poll() is None:  # the next test was deselected or failed before waiting for it
         proc.kill()
         proc.communicate()
+    _wait_for_background_builds(cache)
+
+
+def _wait_for_background_builds(cache, seconds=600):
+    """Until every build started in the background in `cache` has ended (they outlive their process)."""
+    deadline = time.monotonic() + seconds
+    for log in cache.glob("kb14_*.log"):
+        done = log.with_suffix("") / ".done"
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
 
 
 def test_a_module_named_after_another_builds_in_the_background_and_a_later_call_loads_it(
@@ -143,39 +159,52 @@ def test_a_module_named_after_another_builds_in_the_background_and_a_later_call_
     # The first call returned before the module was built, then a later call loaded it.
     assert "PENDING ['tail_cuda_autograd'] CPP_AUTOGRAD False" in out, out + err
     assert "LOADED_BY_A_LATER_CALL True" in out, out + err
-    assert "in the background: first use only" in err
+    assert "in the background (log: " in err
+    # A child process builds it: no thread of the candidate for check.py --strict to fail.
+    assert "EXTRA_THREADS []" in out, out + err
 
 
-def test_an_unfinished_background_build_completes_at_exit_and_then_loads_at_once(exiting_with_a_build_pending):
+def test_a_background_build_outlives_its_process_and_the_next_process_loads_it_at_once(
+        exiting_with_a_build_pending):
     cache, first = exiting_with_a_build_pending
     out, err = _finish(first, timeout=600)
     assert "PENDING ['tail_cuda_autograd'] CPP_AUTOGRAD False" in out, out + err
-    assert "built tail_cuda_autograd" in err  # the process waited for it before exiting
+    log = next(cache.glob("kb14_tail_cuda_autograd_*.log"))
+    _wait_for_background_builds(cache)
+    done = log.with_suffix("") / ".done"
+    assert done.exists(), log.read_text()
+    exiting_at = float(out.split("EXITING_AT")[1].split()[0])
+    assert exiting_at < done.stat().st_mtime, "the process waited for the build before exiting"
     out, err = _finish(_import_in_subprocess(cache, code=AFTER_CPU_TAIL))
     assert "PENDING [] CPP_AUTOGRAD True" in out and "compiling" not in err, out + err
 
 
+def test_modules_built_in_the_background_are_host_code():
+    # Their child process computes the module's spec on its own: with nvcc units that would
+    # ask the GPU for its architecture, a CUDA context beside the parent's.
+    for module in jit.MODULES.values():
+        for name in module.after:
+            assert not jit.MODULES[name].cuda, name
+
+
 # torch.compile(fullgraph=True) traced the entry point's check for finished background
-# builds, a Future's lock, and failed (seen on the H200 while the C++ autograd was building).
-# The build is held back until the compile is done, so it is pending for certain; then it fails
-# without compiling (building it is the two tests above's), and the process reports it at exit.
+# builds and failed (seen on the H200 while the C++ autograd was building). The build is a
+# child that waits on its stdin until this process ends, so it is pending for certain; it
+# builds nothing (building it is the two tests above's).
 COMPILE_WHILE_PENDING = IMPORT + """
-import dataclasses, threading, torch
+import dataclasses, subprocess, sys, torch
 from kernels import jit
 jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
-release, real_build = threading.Event(), jit.build
-def held_build(name, background=False):
-    if not background:
-        return real_build(name)
-    release.wait(120)
-    raise RuntimeError("held back by the test")
-jit.build = held_build
+def held_build(name):
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL)
+    return jit.BackgroundBuild(child, jit.cache_root() / "held.log")
+jit._start_background_build = held_build
 y = torch.randn(4, 300)
 eager = kernels.div_sum_scale(y, 2, 1.5)
 compiled = torch.compile(lambda t: kernels.div_sum_scale(t, 2, 1.5), fullgraph=True, backend="eager")
 got = compiled(y)
 print("PENDING", sorted(jit.background_builds), "COMPILED_EQUAL", torch.equal(got, eager))
-release.set()
 """
 
 
