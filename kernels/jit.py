@@ -432,6 +432,7 @@ class BackgroundBuild:
 
 # Modules being built by a child process, by name; loaded by load_finished_builds.
 background_builds: dict[str, BackgroundBuild] = {}
+_not_started: set[str] = set()
 _background_lock = threading.Lock()
 
 
@@ -443,9 +444,13 @@ def _load_soon(name: str) -> None:
         load(name)
         return
     with _background_lock:
-        if name in background_builds or name in _loaded:
+        if name in background_builds or name in _loaded or name in _not_started:
             return
-        background_builds[name] = _start_background_build(name)
+        try:
+            background_builds[name] = _start_background_build(name)
+        except OSError as exc:  # what it would replace stays in use; the caller's call goes on
+            _not_started.add(name)
+            _say(f"could not start building {name} in the background, so it is not used: {exc}")
 
 
 def _start_background_build(name: str) -> BackgroundBuild:

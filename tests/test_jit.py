@@ -179,6 +179,26 @@ def test_a_background_build_outlives_its_process_and_the_next_process_loads_it_a
     assert "PENDING [] CPP_AUTOGRAD True" in out and "compiling" not in err, out + err
 
 
+NO_CHILD_PROCESS = IMPORT + """
+import dataclasses, torch
+from kernels import jit
+jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
+def refused(*args, **kwargs):
+    raise OSError(11, "Resource temporarily unavailable")
+jit.subprocess.Popen = refused
+y = torch.randn(4, 300)
+for _ in range(2):
+    got = kernels.div_sum_scale(y, 2, 1.5)
+print("PENDING", sorted(jit.background_builds), "EQUAL", torch.equal(got, kernels.div_sum_scale_reference(y, 2, 1.5)))
+"""
+
+
+def test_a_background_build_that_cannot_start_leaves_the_call_working(cpu_tail_cache):
+    out, err = _finish(_import_in_subprocess(cpu_tail_cache, code=NO_CHILD_PROCESS))
+    assert "PENDING [] EQUAL True" in out, out + err
+    assert err.count("could not start building tail_cuda_autograd in the background") == 1, err
+
+
 def test_modules_built_in_the_background_are_host_code():
     # Their child process computes the module's spec on its own: with nvcc units that would
     # ask the GPU for its architecture, a CUDA context beside the parent's.
