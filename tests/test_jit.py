@@ -199,6 +199,33 @@ def test_a_background_build_that_cannot_start_leaves_the_call_working(cpu_tail_c
     assert err.count("could not start building tail_cuda_autograd in the background") == 1, err
 
 
+FAILING_CHILD = IMPORT + """
+import dataclasses, subprocess, sys, torch
+from kernels import jit
+jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
+def failing_build(name):
+    log = jit.cache_root() / "failing.log"
+    with open(log, "w") as out:
+        child = subprocess.Popen([sys.executable, "-c", "print('the compiler said no'); raise SystemExit(3)"],
+                                 stdout=out, stderr=subprocess.STDOUT)
+    return jit.BackgroundBuild(child, log)
+jit._start_background_build = failing_build
+y = torch.randn(4, 300)
+kernels.div_sum_scale(y, 2, 1.5)
+jit.background_builds["tail_cuda_autograd"].process.wait()
+for _ in range(2):
+    got = kernels.div_sum_scale(y, 2, 1.5)
+print("PENDING", sorted(jit.background_builds), "EQUAL", torch.equal(got, kernels.div_sum_scale_reference(y, 2, 1.5)))
+"""
+
+
+def test_a_failed_background_build_is_reported_once_with_its_log(cpu_tail_cache):
+    out, err = _finish(_import_in_subprocess(cpu_tail_cache, code=FAILING_CHILD))
+    assert "PENDING [] EQUAL True" in out, out + err
+    assert err.count("building tail_cuda_autograd in the background failed (exit status 3)") == 1, err
+    assert "the compiler said no" in err
+
+
 def test_modules_built_in_the_background_are_host_code():
     # Their child process computes the module's spec on its own: with nvcc units that would
     # ask the GPU for its architecture, a CUDA context beside the parent's.
