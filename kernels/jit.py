@@ -117,6 +117,18 @@ def cache_root() -> Path:
     return Path(os.environ.get("KB14_CACHE_DIR", Path.home() / ".cache" / "kb14")).expanduser()
 
 
+def _check_writable(root: Path) -> None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        writable = os.access(root, os.W_OK | os.X_OK)
+        why = "not writable"
+    except OSError as exc:
+        writable, why = False, str(exc)
+    if not writable:
+        raise RuntimeError(f"kb14: the build cache {root} cannot be written ({why}); set KB14_CACHE_DIR to a "
+                           f"writable folder")
+
+
 def verbose() -> bool:
     return os.environ.get("KB14_VERBOSE", "") not in ("", "0")
 
@@ -398,6 +410,7 @@ def build(name: str, background: bool = False) -> Path:
     library = build_dir / f"{build_name}.so"
     done = build_dir / ".done"
     if not done.exists():
+        _check_writable(cache_root())
         with _exclusive(cache_root() / f"{build_name}.lock", build_name):
             if not done.exists():
                 library = _compile(spec(name), build_name, build_dir, background)

@@ -64,6 +64,13 @@ def test_import_compiles_nothing(tmp_path):
     assert "compiling" not in err and not (tmp_path / "cache").exists(), err
 
 
+def test_a_cache_that_cannot_be_written_is_named(tmp_path, monkeypatch):
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setenv("KB14_CACHE_DIR", str(tmp_path / "a_file" / "cache"))
+    with pytest.raises(RuntimeError, match="the build cache .*a_file/cache cannot be written.*KB14_CACHE_DIR"):
+        jit.build("tail_cpu")
+
+
 def test_concurrent_first_uses_build_once(tmp_path):
     fresh_cache = tmp_path / "cache"
     procs = [_import_in_subprocess(fresh_cache) for _ in range(2)]
