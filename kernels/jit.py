@@ -117,15 +117,15 @@ def cache_root() -> Path:
     return Path(os.environ.get("KB14_CACHE_DIR", Path.home() / ".cache" / "kb14")).expanduser()
 
 
-def _check_writable(root: Path) -> None:
+def _check_writable(folder: Path) -> None:
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        writable = os.access(root, os.W_OK | os.X_OK)
+        folder.mkdir(parents=True, exist_ok=True)
+        writable = os.access(folder, os.W_OK | os.X_OK)
         why = "not writable"
     except OSError as exc:
         writable, why = False, str(exc)
     if not writable:
-        raise RuntimeError(f"kb14: the build cache {root} cannot be written ({why}); set KB14_CACHE_DIR to a "
+        raise RuntimeError(f"kb14: the build cache {folder} cannot be written ({why}); set KB14_CACHE_DIR to a "
                            f"writable folder")
 
 
@@ -314,7 +314,7 @@ def _say(message: str) -> None:
 
 @contextlib.contextmanager
 def _exclusive(lock_path: Path, what: str):
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    _check_writable(lock_path.parent)
     with open(lock_path, "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -350,7 +350,14 @@ def _record(spec: JitSpec, seconds: float) -> None:
         tmp.replace(path)
 
 
-def _compile(spec: JitSpec, name: str, build_dir: Path, background: bool = False) -> Path:
+def _compiling_line(spec: JitSpec, build_dir: Path, how: str = "") -> str:
+    module = spec.module
+    where = f"for sm_{_cuda_arch()} " if module.cuda else ""
+    return (f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) {where}into {build_dir}{how}: "
+            f"first use only, {_estimate(spec)} ...")
+
+
+def _compile(spec: JitSpec, name: str, build_dir: Path) -> Path:
     if build_dir.exists():
         # Left by a build that died: nobody else can be using it while we hold the lock.
         shutil.rmtree(build_dir)
@@ -359,10 +366,7 @@ def _compile(spec: JitSpec, name: str, build_dir: Path, background: bool = False
 
     # The headers are listed in the module only so that they key the build (the sources include them).
     module = spec.module
-    where = f"for sm_{_cuda_arch()} " if module.cuda else ""
-    how = " in the background" if background else ""
-    _say(f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) {where}into {build_dir}{how}: "
-         f"first use only, {_estimate(spec)} ...")
+    _say(_compiling_line(spec, build_dir))
     start = time.perf_counter()
     cpp_extension.load(
         name=name,
@@ -403,17 +407,16 @@ def is_built(name: str) -> bool:
     return (_cache_entry(name)[1] / ".done").exists()
 
 
-def build(name: str, background: bool = False) -> Path:
+def build(name: str) -> Path:
     """Build the module if its cache entry is missing (once per key, across processes);
     return its shared library's path. Does not load it."""
     build_name, build_dir = _cache_entry(name)
     library = build_dir / f"{build_name}.so"
     done = build_dir / ".done"
     if not done.exists():
-        _check_writable(cache_root())
         with _exclusive(cache_root() / f"{build_name}.lock", build_name):
             if not done.exists():
-                library = _compile(spec(name), build_name, build_dir, background)
+                library = _compile(spec(name), build_name, build_dir)
                 done.write_text(build_name)
     return library
 
@@ -471,14 +474,11 @@ def _start_background_build(name: str) -> BackgroundBuild:
     both stops it: the next first use builds again). Such modules are host code only
     (tests/test_jit.py): the child never touches the GPU."""
     build_name, build_dir = _cache_entry(name)
-    log = cache_root() / f"{build_name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    module = MODULES[name]
-    _say(f"compiling {module.what} ({', '.join(module.cpp + module.cuda)}) into {build_dir} in the background "
-         f"(log: {log}): first use only, {_estimate(spec(name))} ...")
+    log = cache_root() / f"{build_name}.log"  # the root holds the module this one loads after
+    _say(_compiling_line(spec(name), build_dir, f" in the background (log: {log})"))
     # The path first: a `kernels` folder in the working directory is not this one.
     code = (f"import sys; sys.path.insert(0, {str(SOURCE_DIR.parent)!r}); from kernels import jit; "
-            f"jit.build({name!r}, background=True)")
+            f"jit.build({name!r})")
     with open(log, "w") as out:
         process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT)
@@ -490,7 +490,7 @@ def load_finished_builds(wait: bool = False) -> None:
     A build that failed is reported once, with its log's end; what it would have
     replaced stays in use."""
     for name, started in list(background_builds.items()):
-        if not (wait or started.process.poll() is not None):
+        if not wait and started.process.poll() is None:
             continue
         with _background_lock:
             if background_builds.pop(name, None) is None:

@@ -114,10 +114,12 @@ def test_a_build_killed_half_way_is_rebuilt(built_cache):
 # A module named in another's `after` (as the C++ autograd is in tail_cuda's), hung here
 # on the CPU tail so that the test runs without a GPU: the autograd module builds and
 # registers on any machine.
-AFTER_CPU_TAIL = IMPORT + """
-import dataclasses, time, torch
+HUNG_ON_CPU_TAIL = IMPORT + """
+import dataclasses, subprocess, sys, time, torch
 from kernels import jit
 jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
+"""
+AFTER_CPU_TAIL = HUNG_ON_CPU_TAIL + """
 def cpp_autograd():
     lines = torch._C._dispatch_dump("kb14::div_sum_scale").splitlines()
     return any(line.startswith("AutogradCUDA:") and "tail_autograd_cuda.cpp" in line for line in lines)
@@ -186,18 +188,18 @@ def test_a_background_build_outlives_its_process_and_the_next_process_loads_it_a
     assert "PENDING [] CPP_AUTOGRAD True" in out and "compiling" not in err, out + err
 
 
-NO_CHILD_PROCESS = IMPORT + """
-import dataclasses, torch
-from kernels import jit
-jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
-def refused(*args, **kwargs):
-    raise OSError(11, "Resource temporarily unavailable")
-jit.subprocess.Popen = refused
+# Two calls after the background build is settled (never started, or failed): the op still answers.
+TWO_CALLS_EQUAL = """
 y = torch.randn(4, 300)
 for _ in range(2):
     got = kernels.div_sum_scale(y, 2, 1.5)
 print("PENDING", sorted(jit.background_builds), "EQUAL", torch.equal(got, kernels.div_sum_scale_reference(y, 2, 1.5)))
 """
+NO_CHILD_PROCESS = HUNG_ON_CPU_TAIL + """
+def refused(*args, **kwargs):
+    raise OSError(11, "Resource temporarily unavailable")
+jit.subprocess.Popen = refused
+""" + TWO_CALLS_EQUAL
 
 
 def test_a_background_build_that_cannot_start_leaves_the_call_working(cpu_tail_cache):
@@ -206,10 +208,7 @@ def test_a_background_build_that_cannot_start_leaves_the_call_working(cpu_tail_c
     assert err.count("could not start building tail_cuda_autograd in the background") == 1, err
 
 
-FAILING_CHILD = IMPORT + """
-import dataclasses, subprocess, sys, torch
-from kernels import jit
-jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
+FAILING_CHILD = HUNG_ON_CPU_TAIL + """
 def failing_build(name):
     log = jit.cache_root() / "failing.log"
     with open(log, "w") as out:
@@ -217,13 +216,9 @@ def failing_build(name):
                                  stdout=out, stderr=subprocess.STDOUT)
     return jit.BackgroundBuild(child, log)
 jit._start_background_build = failing_build
-y = torch.randn(4, 300)
-kernels.div_sum_scale(y, 2, 1.5)
+kernels.div_sum_scale(torch.ones(3, 300), 2, 1.5)
 jit.background_builds["tail_cuda_autograd"].process.wait()
-for _ in range(2):
-    got = kernels.div_sum_scale(y, 2, 1.5)
-print("PENDING", sorted(jit.background_builds), "EQUAL", torch.equal(got, kernels.div_sum_scale_reference(y, 2, 1.5)))
-"""
+""" + TWO_CALLS_EQUAL
 
 
 def test_a_failed_background_build_is_reported_once_with_its_log(cpu_tail_cache):
@@ -245,10 +240,7 @@ def test_modules_built_in_the_background_are_host_code():
 # builds and failed (seen on the H200 while the C++ autograd was building). The build is a
 # child that waits on its stdin until this process ends, so it is pending for certain; it
 # builds nothing (building it is the two tests above's).
-COMPILE_WHILE_PENDING = IMPORT + """
-import dataclasses, subprocess, sys, torch
-from kernels import jit
-jit.MODULES["tail_cpu"] = dataclasses.replace(jit.MODULES["tail_cpu"], after=("tail_cuda_autograd",))
+COMPILE_WHILE_PENDING = HUNG_ON_CPU_TAIL + """
 def held_build(name):
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL)
