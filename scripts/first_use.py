@@ -8,6 +8,9 @@ For each of `--runs` repetitions, in a new process each time:
 * first ModelNew output at the KernelBench sizes on the device, from process start,
   empty cache (which builds the tail's module for that device) and warm cache, with each
   compile and link step of that build (ninja's log);
+* the reference Model's first output, the same way: what any user of the model waits
+  (torch's import, the weights' initialisation, the GPU's start, cuBLAS), the library's
+  share being the difference;
 * `python -m kernels.build` with an empty cache: every module of this machine, ahead
   of time, in parallel.
 
@@ -38,17 +41,19 @@ FIRST_OUTPUT = """
 import time; t0 = time.perf_counter()
 import torch
 import reference
-from modelnew import ModelNew
+{import_model}
 device = torch.device({device!r})
 torch.manual_seed(42)
-model = ModelNew(*reference.get_init_inputs()).to(device)
+model = {model}(*reference.get_init_inputs()).to(device)
 x = reference.get_inputs()[0].to(device)
 with torch.no_grad():
     out = model(x)
 if device.type == "cuda":
     torch.cuda.synchronize()
 print('SECONDS', time.perf_counter() - t0)
-# The next measurement starts on an idle machine, with this cache complete.
+"""
+# After ModelNew's first output: the next measurement starts on an idle machine, with this cache complete.
+BACKGROUND_BUILDS_DONE = """
 from kernels import jit
 jit.load_finished_builds(wait=True)
 if device.type == "cuda" and not any(line.startswith("AutogradCUDA:") and "tail_autograd_cuda.cpp" in line
@@ -96,8 +101,11 @@ def main() -> int:
     rows: dict[str, list[float]] = {k: [] for k in ("import torch", "import kernels, empty cache",
                                                     "import kernels, warm cache", "first ModelNew output, empty cache",
                                                     "first ModelNew output, warm cache",
+                                                    "first reference Model output",
                                                     "build_all (every module), empty cache")}
-    first = FIRST_OUTPUT.format(device=args.device)
+    first = (FIRST_OUTPUT.format(device=args.device, import_model="from modelnew import ModelNew", model="ModelNew")
+             + BACKGROUND_BUILDS_DONE)
+    first_reference = FIRST_OUTPUT.format(device=args.device, import_model="", model="reference.Model")
     build_steps: list[dict[str, dict[str, float]]] = []
     for _ in range(args.runs):
         cache = Path(tempfile.mkdtemp(prefix="kb14_first_use_"))
@@ -106,6 +114,7 @@ def main() -> int:
             rows["first ModelNew output, empty cache"].append(timed(first, cache))
             build_steps.append(ninja_steps(cache))
             rows["first ModelNew output, warm cache"].append(timed(first, cache))
+            rows["first reference Model output"].append(timed(first_reference, cache))
             shutil.rmtree(cache)
             cache.mkdir()
             rows["import kernels, empty cache"].append(timed(IMPORT_KERNELS, cache))
