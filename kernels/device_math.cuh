@@ -28,26 +28,29 @@ template <> __device__ __forceinline__ __nv_bfloat16 round_to<__nv_bfloat16>(flo
 
 // The device properties the launch plans read, queried once per device (then atomic loads a call);
 // static, so each module has its own cache (an inline function's statics are shared by every module).
-// Atomics without a lock: threads that race here store the same values; <mutex> cost each unit 0.46 s.
+// No lock (<mutex> cost each unit 0.46 s): racing threads store the same values, the count of
+// multiprocessors last, so that a nonzero count says the others are there.
 static inline cudaError_t query_device_shape(int device, DeviceShape* shape) {
   constexpr int kMaxDevices = 64;
-  static std::atomic<int> cache[kMaxDevices][3];
-  static std::atomic<bool> known[kMaxDevices];
+  struct Cached { std::atomic<int> multiprocessors, max_threads_per_multiprocessor, compute_major; };
+  static Cached cache[kMaxDevices];
   if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
-  if (!known[device].load(std::memory_order_acquire)) {
-    DeviceShape d{};
-    cudaError_t err = cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device);
-    if (err == cudaSuccess)
-      err = cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&d.compute_major, cudaDevAttrComputeCapabilityMajor, device);
-    if (err != cudaSuccess) return err;
-    cache[device][0].store(d.multiprocessors, std::memory_order_relaxed);
-    cache[device][1].store(d.max_threads_per_multiprocessor, std::memory_order_relaxed);
-    cache[device][2].store(d.compute_major, std::memory_order_relaxed);
-    known[device].store(true, std::memory_order_release);
+  Cached& c = cache[device];
+  if (const int sms = c.multiprocessors.load(std::memory_order_acquire); sms != 0) {
+    *shape = {sms, c.max_threads_per_multiprocessor.load(std::memory_order_relaxed),
+              c.compute_major.load(std::memory_order_relaxed)};
+    return cudaSuccess;
   }
-  *shape = {cache[device][0].load(std::memory_order_relaxed), cache[device][1].load(std::memory_order_relaxed),
-            cache[device][2].load(std::memory_order_relaxed)};
+  DeviceShape d{};
+  cudaError_t err = cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (err == cudaSuccess)
+    err = cudaDeviceGetAttribute(&d.max_threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor, device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&d.compute_major, cudaDevAttrComputeCapabilityMajor, device);
+  if (err != cudaSuccess) return err;
+  c.max_threads_per_multiprocessor.store(d.max_threads_per_multiprocessor, std::memory_order_relaxed);
+  c.compute_major.store(d.compute_major, std::memory_order_relaxed);
+  c.multiprocessors.store(d.multiprocessors, std::memory_order_release);
+  *shape = d;
   return cudaSuccess;
 }
 

@@ -1,6 +1,7 @@
 """Compile the CUDA modules' sources for sm_90 with nvcc (no GPU needed) and fail on
 register spills reported by ptxas; the CUDA op's launcher compiles without torch
-headers; the host units of the CUDA modules and the torch-free experiments compile. Skips when nvcc is not installed."""
+headers; the host units of the CUDA modules and the torch-free experiments compile; the launcher's device
+cache, run against a stand-in for the CUDA runtime, answers right. Skips when nvcc is not installed."""
 
 import atexit
 import re
@@ -61,6 +62,10 @@ def _commands(out):
                                             "-o", str(out / f"{source}.o"), "-std=c++17",
                                             "-gencode=arch=compute_90,code=compute_90", "-DKB14_TORCH_VERSION=211",
                                             f"-I{jit.SOURCE_DIR}"]
+    # query_device_shape's cache, run against a stand-in for the CUDA runtime (tests/device_cache_probe.cu).
+    commands["device cache"] = [NVCC, str(Path(__file__).with_name("device_cache_probe.cu")), "-o",
+                                str(out / "device_cache_probe"), "-std=c++17", "-O2", "-Xcompiler", "-pthread",
+                                "--cudart", "none", "-gencode=arch=compute_90,code=sm_90", f"-I{jit.SOURCE_DIR}"]
     # The host compiler's unit of each CUDA module (the ops, their registration, the C++ autograd); nvcc
     # drives the host compiler so that the CUDA headers are found.
     for module in CUDA_MODULES:
@@ -71,6 +76,7 @@ def _commands(out):
 
 
 _started = {}  # build name -> Future, once start_builds() has run
+_outputs = []  # the folder the builds write to, once start_builds() has run
 _running = set()  # the nvcc processes under way
 
 
@@ -80,6 +86,7 @@ def start_builds():
     if NVCC is None or _started:
         return _started
     out = Path(tempfile.mkdtemp(prefix="kb14nvcc_"))
+    _outputs.append(out)
     atexit.register(shutil.rmtree, out, True)
     nice = ["nice", "-n", "10"] if shutil.which("nice") else []
 
@@ -173,6 +180,17 @@ def test_cuda_module_host_units_compile(builds, module):
     assert len(names) == len(jit.MODULES[module].cpp)
     for name in names:
         _built(builds, name)
+
+
+def test_the_device_cache_queries_each_device_once_and_threads_agree(builds):
+    _built(builds, "device cache")
+    out = subprocess.run([str(_outputs[0] / "device_cache_probe")], capture_output=True, text=True, timeout=60).stdout
+    wrong, after_race, after_cached, after_failed, failed, refused = (int(v) for v in re.fullmatch(
+        r"WRONG (\d+) QUERIES (\d+) (\d+) (\d+) FAILED (\d+) REFUSED (\d+)\n", out).groups())
+    assert wrong == 0 and after_race >= 9  # 3 devices x 3 attributes, more where threads raced
+    assert after_cached == after_race  # known devices are not queried again
+    assert failed == 2 and after_failed == after_cached + 2  # a failed query is returned, not cached
+    assert refused == 2
 
 
 def test_loads_before_first_wait_counts_loads_until_a_loaded_register_is_read():
