@@ -120,11 +120,10 @@ def cache_root() -> Path:
 def _check_writable(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        writable = os.access(folder, os.W_OK | os.X_OK)
-        why = "not writable"
+        why = "" if os.access(folder, os.W_OK | os.X_OK) else "not writable"
     except OSError as exc:
-        writable, why = False, str(exc)
-    if not writable:
+        why = str(exc)
+    if why:
         raise RuntimeError(f"kb14: the build cache {folder} cannot be written ({why}); set KB14_CACHE_DIR to a "
                            f"writable folder")
 
