@@ -5,9 +5,9 @@ For each of `--runs` repetitions, in a new process each time:
 * `import torch` alone (the baseline);
 * `import torch, kernels` with an empty cache and again with the warm cache (neither
   compiles anything: the modules are built on an op's first call on a device);
-* first ModelNew output at the KernelBench sizes on the device, from process start,
-  empty cache (which builds the tail's module for that device) and warm cache, with each
-  compile and link step of that build (ninja's log);
+* first output of `--model` (ModelNew unless named) at the KernelBench sizes on the device,
+  from process start, empty cache (which builds the modules its ops need on that device) and
+  warm cache, with each compile and link step of those builds (ninja's log);
 * the reference Model's first output, the same way: what any user of the model waits
   (torch's import, the weights' initialisation, the GPU's start, cuBLAS), the library's
   share being the difference;
@@ -15,6 +15,7 @@ For each of `--runs` repetitions, in a new process each time:
   of time, in parallel.
 
     python scripts/first_use.py --device cpu --out first_use_cpu.json
+    python scripts/first_use.py --device cuda --model ModelNewHybrid
 """
 
 from __future__ import annotations
@@ -52,16 +53,20 @@ if device.type == "cuda":
     torch.cuda.synchronize()
 print('SECONDS', time.perf_counter() - t0)
 """
-# After ModelNew's first output: the next measurement starts on an idle machine, with this cache complete.
+# After the model's first output: the next measurement starts on an idle machine, with this cache complete.
 BACKGROUND_BUILDS_DONE = """
 from kernels import jit
 jit.load_finished_builds(wait=True)
+"""
+# ModelNew's tail on CUDA: its C++ autograd, built in the background, must have loaded.
+TAIL_AUTOGRAD_LOADED = """
 if device.type == "cuda" and not any(line.startswith("AutogradCUDA:") and "tail_autograd_cuda.cpp" in line
                                      for line in torch._C._dispatch_dump("kb14::div_sum_scale").splitlines()):
     raise SystemExit("the C++ autograd, built in the background, did not load")
 """
 
 
+MODELS = ("ModelNew", "ModelNewHybrid", "ModelNewColsum")
 BUILD_ALL = ("import time; t0 = time.perf_counter(); import torch; from kernels import jit; jit.build_all(); "
              "print('SECONDS', time.perf_counter() - t0)")
 
@@ -94,26 +99,28 @@ def ninja_steps(cache: Path) -> dict[str, dict[str, float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--model", default="ModelNew", choices=MODELS, help="modelnew's model to time")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--out")
     parser.add_argument("--table", help="append the medians to this measurements table (results/measurements.csv)")
     args = parser.parse_args()
+    empty, warm = f"first {args.model} output, empty cache", f"first {args.model} output, warm cache"
     rows: dict[str, list[float]] = {k: [] for k in ("import torch", "import kernels, empty cache",
-                                                    "import kernels, warm cache", "first ModelNew output, empty cache",
-                                                    "first ModelNew output, warm cache",
+                                                    "import kernels, warm cache", empty, warm,
                                                     "first reference Model output",
                                                     "build_all (every module), empty cache")}
-    first = (FIRST_OUTPUT.format(device=args.device, import_model="from modelnew import ModelNew", model="ModelNew")
-             + BACKGROUND_BUILDS_DONE)
+    first = (FIRST_OUTPUT.format(device=args.device, import_model=f"from modelnew import {args.model}",
+                                 model=args.model)
+             + BACKGROUND_BUILDS_DONE + (TAIL_AUTOGRAD_LOADED if args.model == "ModelNew" else ""))
     first_reference = FIRST_OUTPUT.format(device=args.device, import_model="", model="reference.Model")
     build_steps: list[dict[str, dict[str, float]]] = []
     for _ in range(args.runs):
         cache = Path(tempfile.mkdtemp(prefix="kb14_first_use_"))
         try:
             rows["import torch"].append(timed(IMPORT_TORCH, cache))
-            rows["first ModelNew output, empty cache"].append(timed(first, cache))
+            rows[empty].append(timed(first, cache))
             build_steps.append(ninja_steps(cache))
-            rows["first ModelNew output, warm cache"].append(timed(first, cache))
+            rows[warm].append(timed(first, cache))
             rows["first reference Model output"].append(timed(first_reference, cache))
             shutil.rmtree(cache)
             cache.mkdir()
@@ -126,13 +133,13 @@ def main() -> int:
             shutil.rmtree(cache, ignore_errors=True)
     import torch
 
-    result = {"device": args.device, "torch": torch.__version__, "cpus": os.cpu_count(),
+    result = {"device": args.device, "model": args.model, "torch": torch.__version__, "cpus": os.cpu_count(),
               "machine": platform.machine(), "runs": args.runs,
               "seconds": {k: {"median": statistics.median(v), "all": v} for k, v in rows.items()},
               "first output's build steps, seconds, by run": build_steps,
               "note": "seconds from the start of each process's Python code (interpreter start not counted)"}
     for k, v in result["seconds"].items():
-        print(f"{k:38s} {v['median']:7.2f} s  {['%.2f' % t for t in v['all']]}")
+        print(f"{k:44s} {v['median']:7.2f} s  {['%.2f' % t for t in v['all']]}")
     for run, steps in enumerate(build_steps):
         print(f"run {run + 1}, the first output's builds:",
               "; ".join(f"{m} " + ", ".join(f"{o} {t:.1f} s" for o, t in outs.items()) for m, outs in steps.items()))
@@ -151,12 +158,15 @@ def table_rows(result: dict) -> list[dict]:
         import torch
         machine = torch.cuda.get_device_name()
     runs = result["runs"]
+    model = result.get("model", "ModelNew")
+    model_option = "" if model == "ModelNew" else f" --model {model}"
+
     def table_row(name: str, method: str, seconds: list[float]) -> dict:
         return results_table.row(commit=results_table.current_commit(), gpu=machine, torch=result["torch"],
                                  shape="1024x8192x8192", dtype="fp32", method=f"{method}, median of {runs} runs",
                                  implementation=name, time_ms=1e3 * statistics.median(seconds),
                                  interval_ms=1e3 * (max(seconds) - min(seconds)),
-                                 note=f"scripts/first_use.py --device {result['device']} --runs {runs}; "
+                                 note=f"scripts/first_use.py --device {result['device']}{model_option} --runs {runs}; "
                                       "interval = the runs' range")
 
     rows = [table_row(name, "whole process from start", v["all"]) for name, v in result["seconds"].items()]
@@ -164,7 +174,7 @@ def table_rows(result: dict) -> list[dict]:
     for module, outputs in (steps[0] if steps else {}).items():
         for output in outputs:
             seconds = [run[module][output] for run in steps if output in run.get(module, {})]
-            rows.append(table_row(f"first ModelNew output's build: {module} {output}", "ninja's log", seconds))
+            rows.append(table_row(f"first {model} output's build: {module} {output}", "ninja's log", seconds))
     return rows
 
 
