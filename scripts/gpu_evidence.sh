@@ -78,7 +78,7 @@ step gpu_suite_library python3 -m pytest -v -rs --durations=30 --results-table "
   $(for t in $MODEL_TESTS $HARNESS_TESTS; do echo --ignore=$t; done)
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 # The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the
-# order over seven GPU sizes, the sanitizers, the plain launch behind the GEMM, the first output.
+# order over seven GPU sizes, the sanitizers, the plain launch behind the GEMM, the first outputs.
 base_copy() {
   # TAIL_BASE: 39a345c's kernels/ and scripts/ already unpacked (a copy without git history)
   if [ -n "${TAIL_BASE:-}" ]; then rm -rf /tmp/base && cp -r "$TAIL_BASE" /tmp/base; else
@@ -102,6 +102,8 @@ step sanitize bash -c "for t in memcheck racecheck synccheck initcheck; do \
   compute-sanitizer --tool \$t --error-exitcode 1 python3 scripts/sanitize_cuda.py || exit 1; done"
 step first_use python3 scripts/first_use.py --device cuda --runs 2 --out "$out/first_use.json" \
   --table "$out/measurements_new.csv"
+step first_use_hybrid python3 scripts/first_use.py --device cuda --model ModelNewHybrid --runs 2 \
+  --out "$out/first_use_hybrid.json" --table "$out/measurements_new.csv"
 step export_files bash -c "python3 -m kernels.export ModelNew --dtype fp32 -o $out/kernelbench_l2_14_modelnew_fp32.py && \
   python3 -m kernels.export ModelNewHybrid --dtype fp32 -o $out/kernelbench_l2_14_modelnewhybrid_fp32.py"
 step export_evidence python3 scripts/export_evidence.py "$out/kernelbench_l2_14_modelnew_fp32.py" \

@@ -40,6 +40,14 @@ def test_steps_run_in_the_order_named(tmp_path, stub_path):
     assert (tmp_path / "out.tgz").exists()
 
 
+def test_the_hybrid_s_first_use_is_its_own_step(tmp_path, stub_path):
+    result = _run(tmp_path, stub_path, "first_use_hybrid")
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert calls == [f"python3 scripts/first_use.py --device cuda --model ModelNewHybrid --runs 2 --out "
+                     f"{tmp_path}/out/first_use_hybrid.json --table {tmp_path}/out/measurements_new.csv"]
+
+
 def test_a_step_name_no_step_has_is_an_error(tmp_path, stub_path):
     result = _run(tmp_path, stub_path, "build sanitise")
     assert result.returncode == 2
