@@ -385,20 +385,22 @@ def _compile(spec: JitSpec, name: str, build_dir: Path) -> Path:
 
 
 _specs: dict[str, JitSpec] = {}
+_build_names: dict[str, str] = {}
 _loaded: dict[str, Path] = {}
 _locks = {name: threading.Lock() for name in MODULES}
 
 
 def spec(name: str) -> JitSpec:
-    """The module's spec on this machine (its sources are hashed once per process)."""
+    """The module's spec on this machine, made once per process."""
     if name not in _specs:
         _specs[name] = JitSpec.for_this_machine(name)
     return _specs[name]
 
 
 def _cache_entry(name: str) -> tuple[str, Path]:
-    build_name = spec(name).build_name()
-    return build_name, cache_root() / build_name
+    if name not in _build_names:  # its sources read and hashed once per process, not at every look
+        _build_names[name] = spec(name).build_name()
+    return _build_names[name], cache_root() / _build_names[name]
 
 
 def is_built(name: str) -> bool:

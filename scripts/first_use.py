@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from harness import results_table  # noqa: E402
 
+MODELS = ("ModelNew", "ModelNewHybrid", "ModelNewColsum")  # modelnew's, for --model
 IMPORT_TORCH = "import time; t0 = time.perf_counter(); import torch; print('SECONDS', time.perf_counter() - t0)"
 IMPORT_KERNELS = ("import time; t0 = time.perf_counter(); import torch, kernels; "
                   "print('SECONDS', time.perf_counter() - t0)")
@@ -65,8 +66,6 @@ if device.type == "cuda" and not any(line.startswith("AutogradCUDA:") and "tail_
     raise SystemExit("the C++ autograd, built in the background, did not load")
 """
 
-
-MODELS = ("ModelNew", "ModelNewHybrid", "ModelNewColsum")
 BUILD_ALL = ("import time; t0 = time.perf_counter(); import torch; from kernels import jit; jit.build_all(); "
              "print('SECONDS', time.perf_counter() - t0)")
 
@@ -158,7 +157,7 @@ def table_rows(result: dict) -> list[dict]:
         import torch
         machine = torch.cuda.get_device_name()
     runs = result["runs"]
-    model = result.get("model", "ModelNew")
+    model = result["model"]
     model_option = "" if model == "ModelNew" else f" --model {model}"
 
     def table_row(name: str, method: str, seconds: list[float]) -> dict:
