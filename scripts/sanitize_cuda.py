@@ -17,8 +17,13 @@ per row plus the combine kernel (few long rows), one warp per row (strided rows)
 (fewer than 32 threads), and the column-sum and matrix-vector kernels (the matrix-vector
 product's resident kernel: 1024 x 8192, 1025 x 8192, 3001 x 4104).
 A block of the lean path may also run back to back with the previous call
-(programmatic launch), which consecutive calls here exercise. Exits non-zero if any
-result differs from the reference."""
+(programmatic launch), which consecutive calls here exercise.
+
+The hybrid's kernels: the row statistics and cut (one and several blocks), rows_gemm's two tiles
+(192 x 64 over whole slabs or bounds-checked, 128 x 128; vector and scalar loads; no, some and
+every row gathered; zeros elsewhere), hybrid_forward with the gathered tail (block rows of one
+chunk and looped) and with the whole tail through the dispatcher, and the calibration's probe.
+Exits non-zero if any result differs from the reference."""
 
 import sys
 from pathlib import Path
@@ -26,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernels import colsum, colsum_matvec, div_sum_scale, div_sum_scale_reference  # noqa: E402
+from kernels import colsum, colsum_matvec, div_sum_scale, div_sum_scale_reference, hybrid_ops  # noqa: E402
 
 SHAPES = [(1, 2), (1, 127), (1, 128), (1, 129), (3, 7049), (2, 291), (7, 3710), (37, 199),
           (5, 100_003), (1, 300_007), (33, 4097), (1024, 8192), (1025, 8192), (16, 16392), (129, 1031),
@@ -53,6 +58,68 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
             want = (y.double() @ v * 0.75).to(dtype).unsqueeze(1)
             tol = {torch.float64: 1e-9, torch.float32: 1e-5}.get(dtype, 1e-2)  # the output's rounding
             bad += not torch.allclose(mv.double(), want.double(), rtol=tol, atol=tol)
+
+
+def near_zero_rows(x, w, every=2):
+    """x with every `every`-th row's component along W's column sums taken out: those rows' answers
+    sit near zero, where the hybrid gives the reference's bits (tests/test_hybrid.py does the same)."""
+    c = w.double().sum(0)
+    xd = x.double()
+    xd[::every] -= (xd[::every] @ c / (c @ c)).unsqueeze(1) * c
+    return xd.float()
+
+
+def check(ok, what):
+    """1 and a line naming the case where ok is false."""
+    if not ok:
+        print(f"sanitize_cuda: mismatch in {what}")
+    return int(not ok)
+
+
+def gathered_rows(m, count):
+    perm = torch.randperm(m, device="cuda").int()
+    return perm, torch.tensor([count], dtype=torch.int32, device="cuda")
+
+
+# rows_gemm: (M, K, N) and the gathered counts; K % 32 == 0 and N % 64 == 0 take whole slabs.
+for m, k, n, counts in [(300, 256, 512, (0, 1, 192, 193, 300)), (200, 100, 200, (7, 192, 200)),
+                        (65, 37, 129, (65,))]:
+    x, w = torch.randn(m, k + 4, device="cuda"), torch.randn(n, k, device="cuda") / k**0.5
+    for xs in (x[:, :k], x[:, 1 : k + 1]):  # aligned rows (vector loads where K % 4 == 0), rows a float off
+        for count in counts:
+            rows, cnt = gathered_rows(m, count)
+            y = hybrid_ops.rows_gemm(xs, w, rows, cnt)
+            picked, rest = rows[:count].long(), rows[count:].long()
+            want = xs[picked].double() @ w.double().T
+            case = f"rows_gemm {m} x {k} x {n}, {count} rows, x's stride {xs.stride(0)}"
+            bad += check(torch.allclose(y[picked].double(), want, rtol=1e-4, atol=1e-4), case)
+            bad += check(not bool(y[rest].ne(0).any()), case + ", zeros")
+
+# hybrid_forward: its exact rows are the library's tail over rows_gemm's rows, bit for bit; the others
+# hybrid_rows' column-sum answer, against fp64. (M, K, N): the gathered tail over block rows of one chunk,
+# looped block rows, and the whole tail through the dispatcher.
+for m, k, n in [(528, 256, 8192), (64, 128, 12288), (300, 200, 1000), (5, 64, 96)]:
+    w = torch.randn(n, k, device="cuda")
+    x = near_zero_rows(64 * torch.rand(m, k, device="cuda"), w)  # wide enough errors: near-zero rows exact
+    stats = hybrid_ops.weight_statistics(w)
+    out, exact = hybrid_ops.hybrid_forward(x, w, stats, 2.0, 1.5)
+    approx, exact_rows, rows, count = hybrid_ops.hybrid_rows(x, stats, 1.5 / 2.0, n)
+    case = f"hybrid_forward {m} x {k} x {n}"
+    rows_agree = torch.equal(exact, exact_rows) and int(count) == int(exact.sum())
+    bad += check(rows_agree and bool(exact.any()), case + ", rows")
+    whole = div_sum_scale(hybrid_ops.rows_gemm(x, w, rows, count), 2.0, 1.5, pdl=False)
+    bad += check(torch.equal(out[exact], whole[exact]) and torch.equal(out[~exact], approx[~exact]), case + ", bits")
+    want = (x.double() @ w.double().sum(0) * 0.75).unsqueeze(1)
+    bad += check(torch.allclose(out[~exact].double(), want[~exact], rtol=1e-5, atol=1e-5), case + ", column sums")
+
+# The probe: sampled outputs in a few orders of the family, against fp64.
+x, w = torch.randn(100, 1000, device="cuda"), torch.randn(300, 1000, device="cuda") / 1000**0.5
+r, h = torch.randint(0, 100, (4096,), device="cuda"), torch.randint(0, 300, (4096,), device="cuda")
+want = ((x.double() @ w.double().T)[r, h])
+for chains, tile, tree in [(2, 4, False), (4, 64, True), (16, 256, True)]:
+    got = hybrid_ops.ORDER_PROBE(x, w, r, h, chains, tile, tree)
+    bad += check(torch.allclose(got.double(), want, rtol=1e-4, atol=1e-4), f"gemm_order_probe {chains} {tile} {tree}")
+
 torch.cuda.synchronize()
 print(f"sanitize_cuda: {bad} mismatches")
 sys.exit(1 if bad else 0)
