@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -298,7 +299,9 @@ class JitSpec:
         h.update("\n".join(parts).encode())
         return h.hexdigest()[:16]
 
+    @functools.cached_property
     def build_name(self) -> str:
+        """The cache folder's name: its sources read and hashed once per spec, not at every look."""
         return f"{LIBRARY}_{self.name}_{self.key()}"
 
 
@@ -385,7 +388,6 @@ def _compile(spec: JitSpec, name: str, build_dir: Path) -> Path:
 
 
 _specs: dict[str, JitSpec] = {}
-_build_names: dict[str, str] = {}
 _loaded: dict[str, Path] = {}
 _locks = {name: threading.Lock() for name in MODULES}
 
@@ -398,9 +400,8 @@ def spec(name: str) -> JitSpec:
 
 
 def _cache_entry(name: str) -> tuple[str, Path]:
-    if name not in _build_names:  # its sources read and hashed once per process, not at every look
-        _build_names[name] = spec(name).build_name()
-    return _build_names[name], cache_root() / _build_names[name]
+    build_name = spec(name).build_name
+    return build_name, cache_root() / build_name
 
 
 def is_built(name: str) -> bool:

@@ -76,19 +76,14 @@ def check(ok, what):
     return int(not ok)
 
 
-def gathered_rows(m, count):
-    perm = torch.randperm(m, device="cuda").int()
-    return perm, torch.tensor([count], dtype=torch.int32, device="cuda")
-
-
 # rows_gemm: (M, K, N) and the gathered counts; K % 32 == 0 and N % 64 == 0 take whole slabs.
 for m, k, n, counts in [(300, 256, 512, (0, 1, 192, 193, 300)), (200, 100, 200, (7, 192, 200)),
                         (65, 37, 129, (65,))]:
     x, w = torch.randn(m, k + 4, device="cuda"), torch.randn(n, k, device="cuda") / k**0.5
     for xs in (x[:, :k], x[:, 1 : k + 1]):  # aligned rows (vector loads where K % 4 == 0), rows a float off
         for count in counts:
-            rows, cnt = gathered_rows(m, count)
-            y = hybrid_ops.rows_gemm(xs, w, rows, cnt)
+            rows = torch.randperm(m, device="cuda").int()  # the first `count` gathered
+            y = hybrid_ops.rows_gemm(xs, w, rows, torch.tensor([count], dtype=torch.int32, device="cuda"))
             picked, rest = rows[:count].long(), rows[count:].long()
             want = xs[picked].double() @ w.double().T
             case = f"rows_gemm {m} x {k} x {n}, {count} rows, x's stride {xs.stride(0)}"
