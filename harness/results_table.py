@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import fcntl
 import os
 import subprocess
 from pathlib import Path
@@ -54,8 +55,9 @@ def row(**fields) -> dict:
 def append(rows: list[dict], path: Path = TABLE) -> None:
     """Append rows (made by `row`), writing the header if the file is new."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    new = not path.exists() or path.stat().st_size == 0
     with path.open("a", newline="") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # writers at once (the GPU suite's groups): whole rows, one header
+        new = f.seek(0, os.SEEK_END) == 0
         writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")  # csv's default is "\r\n"
         if new:
             writer.writeheader()

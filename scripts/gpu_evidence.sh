@@ -63,19 +63,29 @@ step hybrid python3 scripts/hybrid_evidence.py --out "$out/hybrid" --table "$out
 step test_hybrid python3 -m pytest -q -rs tests/test_hybrid.py --results-table "$out/measurements_new.csv"
 # The parts that rest on rows_gemm (pass counts over input kinds and sizes), apart, for a short call.
 step hybrid_kinds python3 scripts/hybrid_evidence.py --out "$out/hybrid_kinds" --parts hybrid sizes --table "$out/measurements_new.csv"
-# The whole suite (every GPU test runs here: 0 skipped expected) in three parts, for calls shorter
-# than the whole (it ran past 447 s at 98ad8a4).
-MODEL_TESTS="tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"
-step gpu_suite_tail python3 -m pytest -q -rs --durations=15 tests/test_gpu.py --results-table "$out/measurements_new.csv"
-step gpu_suite_models python3 -m pytest -q -rs --durations=15 $MODEL_TESTS --results-table "$out/measurements_new.csv"
-# The rest, in two parts that each fit a 600 s call (its checker and bench files alone took 7 min on
-# an H100 at c898c95). -v: a run cut short still names the test it was in.
-HARNESS_TESTS="tests/test_bad_input.py tests/test_batch.py tests/test_bench.py tests/test_bench_problems.py
-  tests/test_check.py tests/test_strict.py tests/test_problems.py tests/test_memory.py tests/test_integer_inputs.py
+# The whole suite (every GPU test runs here: 0 skipped expected) as four pytest processes at once on one GPU, to
+# fit one 600 s call (in turn, 1800fb5 on an H100: 26 + 155 + 158 + 189 s); after the `build` step, so that the
+# groups load the modules rather than wait on each other's build lock. Each group's log apart; failed groups named.
+MODEL_TESTS="tests/test_gpu.py tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"
+HARNESS_TESTS="tests/test_bad_input.py tests/test_bench.py tests/test_bench_problems.py tests/test_check.py
+  tests/test_strict.py tests/test_problems.py tests/test_memory.py tests/test_integer_inputs.py
   tests/test_results_table.py tests/test_vs_inductor.py"
-step gpu_suite_harness python3 -m pytest -v -rs --durations=30 $HARNESS_TESTS --results-table "$out/measurements_new.csv"
-step gpu_suite_library python3 -m pytest -v -rs --durations=30 --results-table "$out/measurements_new.csv" tests --ignore=tests/test_gpu.py \
-  $(for t in $MODEL_TESTS $HARNESS_TESTS; do echo --ignore=$t; done)
+gpu_suite() {
+  local names=(models library harness batch) pids=() failed="" i
+  local rest="tests $(for t in $MODEL_TESTS $HARNESS_TESTS tests/test_batch.py; do echo --ignore=$t; done)"
+  local groups=("$MODEL_TESTS" "$rest" "$HARNESS_TESTS" tests/test_batch.py)
+  for i in 0 1 2 3; do
+    python3 -m pytest -v -rs --durations=10 ${groups[$i]} --results-table "$out/measurements_new.csv" \
+      > "$out/gpu_suite_${names[$i]}.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 0 1 2 3; do
+    wait "${pids[$i]}" || failed="$failed ${names[$i]}"
+    echo "${names[$i]}: $(tail -1 "$out/gpu_suite_${names[$i]}.log")"
+  done
+  [ -z "$failed" ] || { echo "failed:$failed"; return 1; }
+}
+step gpu_suite gpu_suite
 step check_hybrid_1000 python3 check.py --model modelnew:ModelNewHybrid --trials 1000 --json "$out/check_hybrid_1000.json" --quiet
 # The tail after its split by role (f642bc3): its speed against 39a345c's in the same process, the
 # order over seven GPU sizes, the sanitizers, the plain launch behind the GEMM, the first outputs.

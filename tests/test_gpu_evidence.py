@@ -53,3 +53,19 @@ def test_a_step_name_no_step_has_is_an_error(tmp_path, stub_path):
     assert result.returncode == 2
     assert "no step named 'sanitise'" in result.stderr
     assert [line for line in result.stdout.splitlines() if line.startswith("== ")] == ["== build"]
+
+
+def test_the_gpu_suite_s_groups_run_every_test_file_once(tmp_path, stub_path):
+    result = _run(tmp_path, stub_path, "gpu_suite")
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "calls.txt").read_text().splitlines()
+    assert len(calls) == 4 and all(c.startswith("python3 -m pytest") for c in calls)
+    files = {p.relative_to(SCRIPT.parents[1]).as_posix() for p in (SCRIPT.parents[1] / "tests").glob("test_*.py")}
+    runs = []
+    for call in calls:
+        args = call.split()
+        ignored = {a.removeprefix("--ignore=") for a in args if a.startswith("--ignore=")}
+        named = {a for a in args if a.startswith("tests/test_")}
+        runs += sorted(files - ignored) if "tests" in args else sorted(named)
+        assert named <= files
+    assert sorted(runs) == sorted(files)  # each file in exactly one group
