@@ -20,7 +20,8 @@ step() {  # step NAME command...: runs it unless the budget is spent, logs to OU
   echo "== $name"; "$@" > "$out/$name.log" 2>&1; echo "exit $?" >> "$out/$name.log"; tail -4 "$out/$name.log"; pack
 }
 steps() {  # every step, in the default order; `only`: run just that one
-step build python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"
+build_modules() { python3 -c "from kernels import jit; jit.build_all(devices=('cuda',))"; }
+step build build_modules
 # GEMM_TILES="variant ..." times only those (a short call); the default is every candidate.
 step gemm_tiles python3 scripts/experiments/gemm_tiles.py --variants ${GEMM_TILES:-library-192x64x16-12x4 library-128x128x16-8x8 \
   narrow-192x64x16-12x8-fused-zero kmajor-192x64x16-12x8-4stage wideslab-192x64x16-12x4 wideslab-192x64x32-12x4 \
@@ -64,8 +65,8 @@ step test_hybrid python3 -m pytest -q -rs tests/test_hybrid.py --results-table "
 # The parts that rest on rows_gemm (pass counts over input kinds and sizes), apart, for a short call.
 step hybrid_kinds python3 scripts/hybrid_evidence.py --out "$out/hybrid_kinds" --parts hybrid sizes --table "$out/measurements_new.csv"
 # The whole suite (every GPU test runs here: 0 skipped expected) as four pytest processes at once on one GPU, to
-# fit one 600 s call (in turn, 1800fb5 on an H100: 26 + 155 + 158 + 189 s); after the `build` step, so that the
-# groups load the modules rather than wait on each other's build lock. Each group's log apart; failed groups named.
+# fit one 600 s call (in turn, 1800fb5 on an H100: 26 + 155 + 158 + 189 s); the modules built first, so that the
+# groups load them rather than wait on each other's build lock. Each group's log apart; failed groups named.
 MODEL_TESTS="tests/test_gpu.py tests/test_hybrid.py tests/test_colsum.py tests/test_export.py"
 HARNESS_TESTS="tests/test_bad_input.py tests/test_bench.py tests/test_bench_problems.py tests/test_check.py
   tests/test_strict.py tests/test_problems.py tests/test_memory.py tests/test_integer_inputs.py
@@ -74,6 +75,7 @@ gpu_suite() {
   local names=(models library harness batch) pids=() failed="" i
   local rest="tests $(for t in $MODEL_TESTS $HARNESS_TESTS tests/test_batch.py; do echo --ignore=$t; done)"
   local groups=("$MODEL_TESTS" "$rest" "$HARNESS_TESTS" tests/test_batch.py)
+  build_modules || return 1
   for i in 0 1 2 3; do
     python3 -m pytest -v -rs --durations=10 ${groups[$i]} --results-table "$out/measurements_new.csv" \
       > "$out/gpu_suite_${names[$i]}.log" 2>&1 &

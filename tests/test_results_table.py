@@ -35,7 +35,9 @@ def test_append_waits_for_a_writer_holding_the_table(tmp_path):
         writer.start()
         writer.join(timeout=0.5)
         assert writer.is_alive() and path.stat().st_size == 0
-        holder.write(",".join(results_table.COLUMNS) + "\n" + ",".join(["a"] * len(results_table.COLUMNS)) + "\n")
+        held = csv.DictWriter(holder, fieldnames=results_table.COLUMNS, lineterminator="\n")
+        held.writeheader()
+        held.writerow(results_table.row(implementation="a"))
     writer.join(timeout=10)
     assert [r["implementation"] for r in results_table.read(path)] == ["a", "b"]
     assert path.read_text().count("commit,date") == 1
