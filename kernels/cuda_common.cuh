@@ -1,4 +1,4 @@
-// Helpers for the CUDA sources that include torch (colsum.cu, hybrid.cu), not used by the tail.
+// Helpers for the CUDA source that includes torch (colsum.cu), not used by the tail or the hybrid.
 #pragma once
 
 #include "device_math.cuh"

@@ -14,21 +14,14 @@
 //
 // Nothing here synchronises with the host: the row count stays on the device, so
 // a forward can be captured in a CUDA graph. Compiled with --fmad=false; every FMA
-// below is an explicit __fmaf_rn.
+// below is an explicit __fmaf_rn. No torch headers (the ops: hybrid_cuda.cpp).
 
-#include "cuda_common.cuh"
-#include "div_sum_scale.h"
 #include "fused_reduce_lean.cuh"
+#include "hybrid_launch.h"
 
-#include <ATen/ops/empty.h>
-#include <ATen/ops/where.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
-#include <limits>
-#include <mutex>
-#include <optional>
 
 namespace kb14 {
 namespace hybrid_cuda {
@@ -39,28 +32,6 @@ namespace hybrid_cuda {
 // ---------------------------------------------------------------------------
 constexpr int kStatsThreads = 256;
 constexpr int kSums = 9;  // sx, sxx, x.c, x.beta, x.omega, x.beta1, x.omega1, x2.omega, x2.omega1
-
-// Indices of the per-weight scalars (hybrid_ops.SCALARS names them in this order).
-enum Scalar {
-  kGamma, kGammaLast, kSumBeta, kSumOmega, kSumBetaLast, kSumOmegaLast, kColsumNormSq, kPartialBoundSq, kScalarCount
-};
-
-struct StatsArgs {
-  const float* x;
-  int64_t row_stride, K;
-  const double* colsum;   // (K,) fp64: the answer's own dot product
-  const float* vectors;   // (4, K): beta, omega, beta_last, omega_last (the error model: fp32 is plenty)
-  const double* scalars;  // kScalarCount
-  double scale;           // scaling_factor / divisor
-  double kappa;           // variance of one rounding per squared operand
-  double tail_depth;      // additions on each y's way through the tail, plus one
-  double sigma_factor;    // safety factor on the predicted standard deviation
-  double atol, rtol;
-  float* approx;  // (M,) fp32: the column-sum answer, rounded once
-  double* z;      // (M,) margin / sigma (-inf: must be exact)
-  double* risk;   // (M,) P(|N(0,1)| > z)
-  int32_t* counts;  // (2,) the cut's: rows to compute, blocks done (zeroed here)
-};
 
 __device__ __forceinline__ void block_sum(double v, double* shared, int slot) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
@@ -282,17 +253,6 @@ struct GemmTile {
   static constexpr int kBLoads = BN * BK / 4 / kThreads;
   static_assert(BM * BK / 4 % kThreads == 0 && BN * BK / 4 % kThreads == 0, "loads must divide among threads");
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "whole vectors");
-};
-
-struct GemmArgs {
-  const float* x;
-  const float* w;
-  float* y;
-  const int32_t* rows;
-  const int32_t* count;
-  int64_t M, N, K, x_stride, w_stride;
-  int64_t min_count, max_count;  // this launch runs only for a row count in [min_count, max_count]
-  bool zero_others;                // zeros in the rows not gathered (hybrid_forward's gathered tail reads none)
 };
 
 template <bool kVector>
@@ -651,38 +611,42 @@ struct TileConfig {
 };
 
 template <class C>
-void launch_rows_gemm(const GemmArgs& a, bool vector, cudaStream_t stream) {
-  if (a.min_count > a.max_count) return;  // no count reaches this tile
+cudaError_t launch_tile(const GemmArgs& a, bool vector, int device, cudaStream_t stream) {
+  if (a.min_count > a.max_count) return cudaSuccess;  // no count reaches this tile
   constexpr int threads = GemmTile<C::BM, C::BN, C::BK, C::TM, C::TN>::kThreads;
   // A block a row tile, or at most a block an SM walking every tile (the computing ones first).
+  DeviceShape gpu;
+  if (const cudaError_t err = query_device_shape(device, &gpu); err != cudaSuccess) return err;
   const int64_t tiles = ceil_div(a.N, C::BN) * ceil_div(a.M, C::BM);
-  const int64_t resident = int64_t(C::kMinBlocks) * device_shape(c10::cuda::current_device()).multiprocessors;
+  const int64_t resident = int64_t(C::kMinBlocks) * gpu.multiprocessors;
   const unsigned grid = static_cast<unsigned>(C::kOneRowTile ? ceil_div(a.N, C::BN) : std::min(tiles, resident));
   if (vector) {
     rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, true, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   } else {
     rows_gemm_kernel<C::BM, C::BN, C::BK, C::TM, C::TN, C::kMinBlocks, false, C::kOneRowTile><<<grid, threads, 0, stream>>>(a);
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return cudaGetLastError();
 }
 
 // The one-row tile C without bounds checks; the caller has checked that every slab is whole.
-// static: its once-flags are this module's (a template's statics are otherwise one object across
+// static: its opt-in flags are this module's (a template's statics are otherwise one object across
 // every module loaded, GNU unique symbols: an exported file's kernel went without the opt-in).
+// No lock: racing threads opt in twice, harmlessly; a failed opt-in is tried again by the next call.
 template <class C>
-static void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
+static cudaError_t launch_whole_slabs(const GemmArgs& a, int device, cudaStream_t stream) {
   static_assert(C::kOneRowTile, "one row tile");
   using Tile = WholeSlabTile<C::BM, C::BN, C::TM, C::TN>;
   auto kernel = whole_slab_rows_gemm_kernel<C::BM, C::BN, C::TM, C::TN>;
   constexpr int kMaxDevices = 64;
-  static std::once_flag opted_in[kMaxDevices];  // into more than 48 KB of dynamic shared memory, per device
-  const int device = c10::cuda::current_device();
-  KB14_CHECK(device < kMaxDevices, "rows_gemm: device index ", device, " past ", kMaxDevices);
-  std::call_once(opted_in[device], [&] {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes));
-  });
+  static std::atomic<bool> opted_in[kMaxDevices];  // into more than 48 KB of dynamic shared memory, per device
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  if (!opted_in[device].load(std::memory_order_acquire)) {
+    const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tile::kSmemBytes);
+    if (err != cudaSuccess) return err;
+    opted_in[device].store(true, std::memory_order_release);
+  }
   kernel<<<static_cast<unsigned>(a.N / C::BN), Tile::kThreads, Tile::kSmemBytes, stream>>>(a);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return cudaGetLastError();
 }
 
 // ---------------------------------------------------------------------------
@@ -690,8 +654,6 @@ static void launch_whole_slabs(const GemmArgs& a, cudaStream_t stream) {
 // "S chains over k-tiles of width T, tile t feeding chain t mod S, the chains added
 // in order or as a pairwise tree". One thread per sample: slow, and only for samples.
 // ---------------------------------------------------------------------------
-constexpr int kMaxChains = 16;
-
 __global__ void gemm_order_probe_kernel(const float* __restrict__ x, const float* __restrict__ w, int64_t K,
                                         int64_t x_stride, int64_t w_stride, const int64_t* __restrict__ r,
                                         const int64_t* __restrict__ h, int64_t samples, int chains, int64_t tile,
@@ -716,69 +678,15 @@ __global__ void gemm_order_probe_kernel(const float* __restrict__ x, const float
 }
 
 // ---------------------------------------------------------------------------
-// Host side.
+// Launchers (hybrid_launch.h); the checks, tensors and errors are the glue's (hybrid_cuda.cpp).
 // ---------------------------------------------------------------------------
-void check_fp32_cuda_matrix(const at::Tensor& t, const char* op, const char* name) {
-  KB14_CHECK(t.is_cuda(), op, ": ", name, " must be a CUDA tensor, got ", t.device());
-  KB14_CHECK_VALUE(t.dim() == 2, op, ": ", name, " must be 2-D, got ", t.dim(), "-D with shape ", t.sizes());
-  KB14_CHECK_TYPE(t.scalar_type() == at::kFloat, op, ": ", name, " must be float32, got ", t.scalar_type());
-  KB14_CHECK(t.layout() == at::kStrided, op, ": ", name, " must be a dense (strided) tensor");
-}
-
-// The operands of op's x @ weight.T: fp32 CUDA matrices on one device with the same columns.
-void check_gemm_operands(const at::Tensor& x, const at::Tensor& w, const char* op) {
-  check_fp32_cuda_matrix(x, op, "x");
-  check_fp32_cuda_matrix(w, op, "weight");
-  KB14_CHECK_VALUE(w.size(1) == x.size(1), op, ": x has ", x.size(1), " columns but the weight has ", w.size(1));
-  KB14_CHECK(w.device() == x.device(), op, ": x and the weight must be on one device, got ", x.device(), " and ",
-             w.device());
-}
-
-// rows_gemm's limit: the weight's rows size its grid and index as ints.
-void check_weight_rows(const at::Tensor& w, const char* op) {
-  KB14_CHECK_VALUE(w.size(0) <= std::numeric_limits<int32_t>::max(), op, ": too many weight rows (", w.size(0), ")");
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
-    const at::Tensor& x_in, const at::Tensor& colsum, const at::Tensor& vectors, const at::Tensor& scalars,
-    double scale, double kappa, double tail_depth, double sigma_factor, double atol, double rtol, double budget) {
-  check_fp32_cuda_matrix(x_in, "hybrid_rows", "x");
-  const int64_t M = x_in.size(0), K = x_in.size(1);
-  KB14_CHECK_VALUE(colsum.dim() == 1 && colsum.size(0) == K && colsum.scalar_type() == at::kDouble &&
-                       colsum.is_contiguous(),
-                   "hybrid_rows: colsum must be a contiguous float64 (", K, ",) tensor, got ", colsum.sizes());
-  KB14_CHECK_VALUE(vectors.dim() == 2 && vectors.size(0) == 4 && vectors.size(1) == K &&
-                       vectors.scalar_type() == at::kFloat && vectors.is_contiguous(),
-                   "hybrid_rows: vectors must be a contiguous float32 (4, ", K, ") tensor, got ", vectors.sizes());
-  KB14_CHECK_VALUE(scalars.dim() == 1 && scalars.size(0) == kScalarCount && scalars.scalar_type() == at::kDouble &&
-                       scalars.is_contiguous(),
-                   "hybrid_rows: scalars must be a contiguous float64 (", int(kScalarCount), ",) tensor");
-  KB14_CHECK(colsum.device() == x_in.device() && vectors.device() == x_in.device() &&
-                 scalars.device() == x_in.device(),
-             "hybrid_rows: the weight statistics must be on x's device");
-  KB14_CHECK_VALUE(M <= std::numeric_limits<int32_t>::max(), "hybrid_rows: too many rows (", M, ")");
-  const c10::cuda::CUDAGuard guard(x_in.device());
-  const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
-  auto opts = x.options();
-  at::Tensor approx = at::empty({M, 1}, opts);
-  at::Tensor exact = at::empty({M}, opts.dtype(at::kBool));
-  at::Tensor rows = at::empty({M}, opts.dtype(at::kInt));
-  at::Tensor counts = at::empty({2}, opts.dtype(at::kInt));
-  at::Tensor count = counts.narrow(0, 0, 1);
-  if (M == 0) return {approx, exact, rows, count.zero_()};
-  at::Tensor z = at::empty({2, M}, opts.dtype(at::kDouble));  // z, then each row's risk
-  auto stream = c10::cuda::getCurrentCUDAStream();
-  double* risk = z.mutable_data_ptr<double>() + M;
-  StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, colsum.const_data_ptr<double>(), vectors.const_data_ptr<float>(),
-              scalars.const_data_ptr<double>(), scale, kappa, tail_depth, sigma_factor, atol, rtol,
-              approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(), risk, counts.mutable_data_ptr<int32_t>()};
+cudaError_t launch_hybrid_rows(const StatsArgs& s, int64_t M, double budget, bool* exact, int32_t* rows,
+                               cudaStream_t stream) {
   row_stats_kernel<<<static_cast<unsigned>(ceil_div(M, kStatsRows)), kStatsThreads, 0, stream>>>(s, M);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   cut_kernel<<<static_cast<unsigned>(ceil_div(M, kCutThreads / 32)), kCutThreads, 0, stream>>>(
-      z.const_data_ptr<double>(), risk, M, budget, exact.mutable_data_ptr<bool>(), rows.mutable_data_ptr<int32_t>(),
-      counts.mutable_data_ptr<int32_t>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {approx, exact, rows, count};
+      s.z, s.risk, M, budget, exact, rows, s.counts);
+  return cudaGetLastError();
 }
 
 // The library's two tiles and the row counts each takes: scripts/experiments/gemm_tiles.py
@@ -790,132 +698,64 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
 using FewRows = TileConfig<192, 64, 16, 12, 4, 1, true>;
 using MoreRows = TileConfig<128, 128, 16, 8, 8, 1, false>;
 
-void check_rows_gemm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
-  check_gemm_operands(x, w, "rows_gemm");
-  const int64_t M = x.size(0);
-  KB14_CHECK_VALUE(rows.dim() == 1 && rows.size(0) == M && rows.scalar_type() == at::kInt,
-                   "rows_gemm: rows must be an int32 vector of x's ", M, " rows, got ", rows.sizes());
-  KB14_CHECK_VALUE(count.numel() == 1 && count.scalar_type() == at::kInt, "rows_gemm: count must be one int32");
-  KB14_CHECK(rows.device() == x.device() && count.device() == x.device(),
-             "rows_gemm: x, rows and count must be on one device");
-  check_weight_rows(w, "rows_gemm");
-}
-
-// rows_gemm into y (M, N, fresh, contiguous); zero_others: zeros in the rows not gathered.
-void rows_gemm_into(const at::Tensor& y, const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& rows,
-                    const at::Tensor& count, bool zero_others) {
-  const int64_t M = x_in.size(0), K = x_in.size(1), N = w_in.size(0);
-  if (M == 0 || N == 0) return;
-  const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
-  const at::Tensor w = w_in.stride(1) == 1 ? w_in : w_in.contiguous();
-  const at::Tensor r = rows.is_contiguous() ? rows : rows.contiguous();
-  GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
-             r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), M, N, K, x.stride(0), w.stride(0),
-             0, FewRows::BM, zero_others};
-  auto aligned = [](const at::Tensor& t) {
-    return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % 16 == 0 && t.stride(0) % 4 == 0;
+cudaError_t launch_rows_gemm(GemmArgs a, int device, cudaStream_t stream) {
+  if (a.M == 0 || a.N == 0) return cudaSuccess;
+  const auto aligned = [](const float* p, int64_t stride) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && stride % 4 == 0;
   };
-  const bool vector = K % 4 == 0 && aligned(x) && aligned(w);
-  auto stream = c10::cuda::getCurrentCUDAStream();
+  const bool vector = a.K % 4 == 0 && aligned(a.x, a.x_stride) && aligned(a.w, a.w_stride);
+  a.min_count = 0;
+  a.max_count = FewRows::BM;
   using FewRowsSlab = WholeSlabTile<FewRows::BM, FewRows::BN, FewRows::TM, FewRows::TN>;
   // Its prologue reads a first slab (K > 0) and its slab count is an int.
-  if (vector && K > 0 && K % FewRowsSlab::BK == 0 && K < (int64_t(1) << 31) && N % FewRows::BN == 0) {
-    launch_whole_slabs<FewRows>(a, stream);
-  } else {
-    launch_rows_gemm<FewRows>(a, vector, stream);
-  }
+  const bool whole_slabs = vector && a.K > 0 && a.K % FewRowsSlab::BK == 0 && a.K < (int64_t(1) << 31) &&
+                           a.N % FewRows::BN == 0;
+  const cudaError_t err = whole_slabs ? launch_whole_slabs<FewRows>(a, device, stream)
+                                      : launch_tile<FewRows>(a, vector, device, stream);
+  if (err != cudaSuccess) return err;
   a.min_count = FewRows::BM + 1;
-  a.max_count = M;
-  launch_rows_gemm<MoreRows>(a, vector, stream);
+  a.max_count = a.M;
+  return launch_tile<MoreRows>(a, vector, device, stream);
 }
 
-at::Tensor rows_gemm_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
-  check_rows_gemm(x, w, rows, count);
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
-  rows_gemm_into(y, x, w, rows, count, true);
-  return y;
+cudaError_t gathered_tail_plan(int64_t M, int64_t N, int64_t row_stride, const float* y, double divisor,
+                               int device, tail::Config* plan, bool* gathered) {
+  DeviceShape gpu;
+  if (const cudaError_t err = query_device_shape(device, &gpu); err != cudaSuccess) return err;
+  *plan = tail::dispatch({TailDtype::kFloat, M, N, row_stride, 1, reinterpret_cast<uintptr_t>(y), divisor, gpu,
+                          KB14_TORCH_VERSION, false});
+  *gathered = plan->leaf == tail::Leaf::kBlockRowsOneChunk || plan->leaf == tail::Leaf::kBlockRows;
+  return cudaSuccess;
 }
 
-// The exact rows' tail where the whole shape's plan is a lean block row (KernelBench's shape): that
-// plan's kernel on the gathered rows only, each output written over the row's column-sum answer.
 template <bool kExactRows, bool kShifted>
-void launch_gathered_tail(const tail::LeanArgs<float>& a, int64_t M, cudaStream_t stream) {
+cudaError_t launch_gathered_rows(const tail::LeanArgs<float>& a, int64_t M, cudaStream_t stream) {
   constexpr int V = tail::kInputVec<float>;
   tail::lean_rows_kernel<float, V, tail::lean_row_loads(V), false, kShifted, false, kExactRows, tail::kLeanBlock,
                          tail::kLeanBlocksPerSm, false, true><<<static_cast<unsigned>(M), tail::kLeanBlock, 0, stream>>>(a);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return cudaGetLastError();
 }
 
-// The whole (M, N) shape's tail plan, where it is a lean block row (KernelBench's shape): the gathered tail
-// takes it; else none, and the caller runs the whole tail.
-std::optional<tail::Config> gathered_tail_plan(const at::Tensor& y, double divisor) {
-  const tail::Config c = tail::dispatch({TailDtype::kFloat, y.size(0), y.size(1), y.stride(0), 1,
-                                         reinterpret_cast<uintptr_t>(y.const_data_ptr()), divisor,
-                                         device_shape(y.get_device()), KB14_TORCH_VERSION, false});
-  if (c.leaf != tail::Leaf::kBlockRowsOneChunk && c.leaf != tail::Leaf::kBlockRows) return std::nullopt;
-  return c;
-}
-
-void gathered_tail(const tail::Config& c, const at::Tensor& y, const at::Tensor& rows, const at::Tensor& count,
-                   double divisor, double scaling_factor, at::Tensor& out, cudaStream_t stream) {
-  const int64_t M = y.size(0), N = y.size(1);
-  const tail::Args<float> g = tail::planned_args<float>(c.plan, y.const_data_ptr<float>(), y.stride(0), 1,
-                                                        out.mutable_data_ptr<float>(), out.stride(0), divisor,
+cudaError_t launch_gathered_tail(const tail::Config& plan, const float* y, int64_t M, int64_t N, int64_t row_stride,
+                                 float* out, int64_t out_stride, double divisor, double scaling_factor,
+                                 const int32_t* rows, const int32_t* count, cudaStream_t stream) {
+  const tail::Args<float> g = tail::planned_args<float>(plan.plan, y, row_stride, 1, out, out_stride, divisor,
                                                         scaling_factor, nullptr);
   const tail::LeanArgs<float> a{g.y, g.row_stride, g.out, g.out_stride, static_cast<int>(M), static_cast<int>(N),
-                                g.inv, g.scale, 0, rows.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>()};
-  if (c.leaf == tail::Leaf::kBlockRowsOneChunk) launch_gathered_tail<true, false>(a, M, stream);
-  else if (c.shifted) launch_gathered_tail<false, true>(a, M, stream);
-  else launch_gathered_tail<false, false>(a, M, stream);
+                                g.inv, g.scale, 0, rows, count};
+  if (plan.leaf == tail::Leaf::kBlockRowsOneChunk) return launch_gathered_rows<true, false>(a, M, stream);
+  if (plan.shifted) return launch_gathered_rows<false, true>(a, M, stream);
+  return launch_gathered_rows<false, false>(a, M, stream);
 }
 
-// kb14::hybrid_forward: hybrid_rows, rows_gemm and the exact rows' tail in one host call. Plans the gathered
-// tail does not take run whole_tail (kb14::div_sum_scale: the op's module and an exported file reach it apart).
-std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x_in, const at::Tensor& w,
-                                                       const at::Tensor& colsum, const at::Tensor& vectors,
-                                                       const at::Tensor& scalars, double divisor, double scaling_factor,
-                                                       double kappa, double tail_depth, double sigma_factor,
-                                                       double atol, double rtol, double budget, WholeTail whole_tail) {
-  check_gemm_operands(x_in, w, "hybrid_forward");  // before hybrid_rows launches anything
-  check_weight_rows(w, "hybrid_forward");
-  KB14_CHECK_VALUE(divisor != 0, "hybrid_forward: the divisor must not be zero");
-  const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();  // once, for hybrid_rows and the GEMM
-  auto [approx, exact, rows, count] = hybrid_rows_cuda(x, colsum, vectors, scalars, scaling_factor / divisor, kappa,
-                                                       tail_depth, sigma_factor, atol, rtol, budget);
-  const int64_t M = x.size(0);
-  if (M == 0) return {approx, exact};
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor y = at::empty({M, w.size(0)}, x.options());
-  const std::optional<tail::Config> plan = gathered_tail_plan(y, divisor);
-  rows_gemm_into(y, x, w, rows, count, !plan);  // the gathered tail reads no other row
-  if (plan) {
-    gathered_tail(*plan, y, rows, count, divisor, scaling_factor, approx, c10::cuda::getCurrentCUDAStream());
-    return {approx, exact};
-  }
-  return {at::where(exact.unsqueeze(1), whole_tail(y, divisor, scaling_factor, false), approx), exact};
-}
-
-at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& r,
-                                 const at::Tensor& h, int64_t chains, int64_t tile, bool tree) {
-  check_gemm_operands(x, w, "gemm_order_probe");
-  KB14_CHECK_VALUE(x.stride(1) == 1 && w.stride(1) == 1, "gemm_order_probe: rows must be contiguous");
-  KB14_CHECK_VALUE(chains >= 1 && chains <= kMaxChains && tile >= 1, "gemm_order_probe: 1 to ", kMaxChains,
-                   " chains of tiles of at least one element");
-  KB14_CHECK_VALUE(r.scalar_type() == at::kLong && h.scalar_type() == at::kLong && r.numel() == h.numel() &&
-                       r.is_contiguous() && h.is_contiguous(),
-                   "gemm_order_probe: r and h must be contiguous int64 vectors of one length");
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor out = at::empty({r.numel()}, x.options());
-  if (r.numel() == 0) return out;
+cudaError_t launch_gemm_order_probe(const float* x, const float* w, int64_t K, int64_t x_stride, int64_t w_stride,
+                                    const int64_t* r, const int64_t* h, int64_t samples, int chains, int64_t tile,
+                                    bool tree, float* out, cudaStream_t stream) {
+  if (samples == 0) return cudaSuccess;
   const int threads = 128;
-  gemm_order_probe_kernel<<<static_cast<unsigned>(ceil_div(r.numel(), threads)), threads, 0,
-                            c10::cuda::getCurrentCUDAStream()>>>(
-      x.const_data_ptr<float>(), w.const_data_ptr<float>(), x.size(1), x.stride(0), w.stride(0),
-      r.const_data_ptr<int64_t>(), h.const_data_ptr<int64_t>(), r.numel(), static_cast<int>(chains), tile, tree,
-      out.mutable_data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return out;
+  gemm_order_probe_kernel<<<static_cast<unsigned>(ceil_div(samples, threads)), threads, 0, stream>>>(
+      x, w, K, x_stride, w_stride, r, h, samples, chains, tile, tree, out);
+  return cudaGetLastError();
 }
 
 }  // namespace hybrid_cuda

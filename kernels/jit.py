@@ -108,9 +108,9 @@ MODULES = {
                           ("error_message.h", "div_sum_scale.h", "colsum.h", "colsum_autograd.h", "device_shape.h", "device_math.cuh",
                            "colsum_device.cuh", "cuda_common.cuh"), False, 25),
     "hybrid_cuda": Module("cuda", "the hybrid model's CUDA kernels and ops", ("hybrid_cuda.cpp",), ("hybrid.cu",),
-                          ("error_message.h", "div_sum_scale.h", "device_shape.h", "device_math.cuh", "cuda_common.cuh",
+                          ("error_message.h", "div_sum_scale.h", "device_shape.h", "device_math.cuh", "hybrid_launch.h",
                            "fused_reduce_order.h", "fused_reduce_dispatch.h", "fused_reduce_general.cuh",
-                           "fused_reduce_lean.cuh"), False, 25),
+                           "fused_reduce_lean.cuh"), False, 9),
 }
 
 

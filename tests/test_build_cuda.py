@@ -1,5 +1,5 @@
 """Compile the CUDA modules' sources for sm_90 with nvcc (no GPU needed) and fail on
-register spills reported by ptxas; the CUDA op's launcher compiles without torch
+register spills reported by ptxas; the CUDA op's launcher and the hybrid's kernels compile without torch
 headers; the host units of the CUDA modules and the torch-free experiments compile; the launcher's device
 cache, run against a stand-in for the CUDA runtime, answers right. Skips when nvcc is not installed."""
 
@@ -50,6 +50,9 @@ def _commands(out):
                                       f"-DKB14_TORCH_VERSION={version}", f"-I{jit.SOURCE_DIR}"]
     commands["colsum"] = [NVCC, "-c", str(jit.SOURCE_DIR / "colsum.cu"), "-o", str(out / "c.o"), *sm90,
                           "-DKB14_TORCH_VERSION=211", *torch_flags]
+    # The hybrid's nvcc unit includes nothing of torch either: no torch include path.
+    commands["hybrid"] = [NVCC, "-c", str(jit.SOURCE_DIR / "hybrid.cu"), "-o", str(out / "hy.o"), "-std=c++17", *sm90,
+                          "-DKB14_TORCH_VERSION=211", f"-I{jit.SOURCE_DIR}"]
     # The tail's nvcc units as kernels/jit.py builds them, for each architecture.
     for arch in ("90", "80"):
         for unit in TAIL_UNITS:
@@ -139,7 +142,8 @@ def _no_spills(report: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "build", ["tail209", "tail211", "colsum"], ids=["fused_reduce-order-2.4-2.9", "fused_reduce-order-2.10+", "colsum"])
+    "build", ["tail209", "tail211", "colsum", "hybrid"],
+    ids=["fused_reduce-order-2.4-2.9", "fused_reduce-order-2.10+", "colsum", "hybrid-without-torch-headers"])
 def test_sm90_build_has_no_spills(builds, build):
     _no_spills(_built(builds, build))
 
