@@ -97,7 +97,7 @@ void rows_gemm_into(const at::Tensor& y, const at::Tensor& x_in, const at::Tenso
   const at::Tensor r = rows.is_contiguous() ? rows : rows.contiguous();
   const GemmArgs a{x.const_data_ptr<float>(), w.const_data_ptr<float>(), y.mutable_data_ptr<float>(),
                    r.const_data_ptr<int32_t>(), count.const_data_ptr<int32_t>(), x.size(0), w.size(0), x.size(1),
-                   x.stride(0), w.stride(0), 0, 0, zero_others};
+                   x.stride(0), w.stride(0), 0, 0, zero_others};  // the counts' ranges: the launcher's
   C10_CUDA_CHECK(launch_rows_gemm(a, x.get_device(), c10::cuda::getCurrentCUDAStream()));
 }
 

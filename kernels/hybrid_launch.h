@@ -45,8 +45,8 @@ struct GemmArgs {
   bool zero_others;                // zeros in the rows not gathered (hybrid_forward's gathered tail reads none)
 };
 
-// kb14::rows_gemm into a.y (M x N, fresh, contiguous): its two tiles, each taking its range of row counts
-// (set here). Rows of x and w with unit column stride.
+// kb14::rows_gemm into a.y (M x N, fresh, contiguous): its two tiles, each for its range of row counts
+// (a.min_count and a.max_count are the launcher's to set). Rows of x and w with unit column stride.
 cudaError_t launch_rows_gemm(GemmArgs a, int device, cudaStream_t stream);
 
 // The whole (M, N) shape's tail plan for y, where it is a lean block row (KernelBench's shape): *gathered
