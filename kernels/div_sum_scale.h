@@ -10,6 +10,7 @@
 #include "error_message.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_ops.h>
 
 namespace kb14 {
 
@@ -48,6 +49,12 @@ inline bool intermediate_is_row_major(const at::Tensor& y) {
 // fused path reproduces PyTorch's order (see README, "Coverage").
 inline at::Tensor div_sum_scale_composite(const at::Tensor& y, double divisor, double scale) {
   return y.div(divisor).sum({1}, /*keepdim=*/true).mul(scale);
+}
+
+// at::empty's own call: ATen/ops/empty.h's other headers take longer to parse than a whole glue unit.
+inline at::Tensor empty_tensor(at::IntArrayRef size, const at::TensorOptions& o) {
+  return at::_ops::empty_memory_format::call(c10::fromIntArrayRefSlow(size), o.dtype().toScalarType(), o.layout(),
+                                             o.device(), std::nullopt, std::nullopt);
 }
 
 // kb14::div_sum_scale on CUDA as another module reaches it (the hybrid's fallback tail).

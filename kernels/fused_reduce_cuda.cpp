@@ -7,7 +7,6 @@
 #include "div_sum_scale.h"
 #include "fused_reduce_launch.h"
 
-#include <ATen/ops/empty_ops.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
@@ -47,12 +46,6 @@ TailDtype tail_dtype(at::ScalarType t) {
     case at::kBFloat16: return TailDtype::kBFloat16;
     default: return TailDtype::kFloat;  // the checks admit only these four
   }
-}
-
-// at::empty's own call: ATen/ops/empty.h's other headers took longer to parse than the rest of this unit.
-at::Tensor empty_tensor(at::IntArrayRef size, const at::TensorOptions& o) {
-  return at::_ops::empty_memory_format::call(c10::fromIntArrayRefSlow(size), o.dtype().toScalarType(), o.layout(),
-                                             o.device(), std::nullopt, std::nullopt);
 }
 
 // The launcher's scratch (partial sums across blocks), from torch's caching allocator.

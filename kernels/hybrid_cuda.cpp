@@ -1,16 +1,14 @@
 // The hybrid model's CUDA ops, host side: checks, outputs, the device guard, the current stream and the
 // registration, around hybrid.cu's launchers (hybrid_launch.h; nvcc compiles them in parallel, without
 // torch headers). They are not differentiable: modelnew.ModelNewHybrid carries its own gradient formula.
+// Headers as the tail's glue (no ATen/ops/*.h, no CUDAGuard.h): torch/library.h is most of the unit's build.
 
 #include "div_sum_scale.h"
 #include "hybrid_launch.h"
 
-#include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/where.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
@@ -59,16 +57,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> hybrid_rows_cuda(
                  scalars.device() == x_in.device(),
              "hybrid_rows: the weight statistics must be on x's device");
   KB14_CHECK_VALUE(M <= std::numeric_limits<int32_t>::max(), "hybrid_rows: too many rows (", M, ")");
-  const c10::cuda::CUDAGuard guard(x_in.device());
+  const c10::DeviceGuard guard(x_in.device());
   const at::Tensor x = x_in.stride(1) == 1 ? x_in : x_in.contiguous();
-  auto opts = x.options();
-  at::Tensor approx = at::empty({M, 1}, opts);
-  at::Tensor exact = at::empty({M}, opts.dtype(at::kBool));
-  at::Tensor rows = at::empty({M}, opts.dtype(at::kInt));
-  at::Tensor counts = at::empty({2}, opts.dtype(at::kInt));
+  const auto opts = x.options();
+  at::Tensor approx = empty_tensor({M, 1}, opts);
+  at::Tensor exact = empty_tensor({M}, opts.dtype(at::kBool));
+  at::Tensor rows = empty_tensor({M}, opts.dtype(at::kInt));
+  at::Tensor counts = empty_tensor({2}, opts.dtype(at::kInt));
   at::Tensor count = counts.narrow(0, 0, 1);
   if (M == 0) return {approx, exact, rows, count.zero_()};
-  at::Tensor z = at::empty({2, M}, opts.dtype(at::kDouble));  // z, then each row's risk
+  at::Tensor z = empty_tensor({2, M}, opts.dtype(at::kDouble));  // z, then each row's risk
   const StatsArgs s{x.const_data_ptr<float>(), x.stride(0), K, colsum.const_data_ptr<double>(),
                     vectors.const_data_ptr<float>(), scalars.const_data_ptr<double>(), scale, kappa, tail_depth,
                     sigma_factor, atol, rtol, approx.mutable_data_ptr<float>(), z.mutable_data_ptr<double>(),
@@ -103,8 +101,8 @@ void rows_gemm_into(const at::Tensor& y, const at::Tensor& x_in, const at::Tenso
 
 at::Tensor rows_gemm_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& rows, const at::Tensor& count) {
   check_rows_gemm(x, w, rows, count);
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty({x.size(0), w.size(0)}, x.options());
+  const c10::DeviceGuard guard(x.device());
+  at::Tensor y = empty_tensor({x.size(0), w.size(0)}, x.options());
   rows_gemm_into(y, x, w, rows, count, true);
   return y;
 }
@@ -124,8 +122,8 @@ std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x_in, c
                                                        tail_depth, sigma_factor, atol, rtol, budget);
   const int64_t M = x.size(0), N = w.size(0);
   if (M == 0) return {approx, exact};
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor y = at::empty({M, N}, x.options());
+  const c10::DeviceGuard guard(x.device());
+  const at::Tensor y = empty_tensor({M, N}, x.options());
   tail::Config plan;
   bool gathered = false;
   C10_CUDA_CHECK(gathered_tail_plan(M, N, y.stride(0), y.const_data_ptr<float>(), divisor, x.get_device(), &plan,
@@ -138,7 +136,7 @@ std::tuple<at::Tensor, at::Tensor> hybrid_forward_cuda(const at::Tensor& x_in, c
                                         c10::cuda::getCurrentCUDAStream()));
     return {approx, exact};
   }
-  return {at::where(exact.unsqueeze(1), whole_tail(y, divisor, scaling_factor, false), approx), exact};
+  return {whole_tail(y, divisor, scaling_factor, false).where(exact.unsqueeze(1), approx), exact};
 }
 
 at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& r,
@@ -150,8 +148,8 @@ at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const
   KB14_CHECK_VALUE(r.scalar_type() == at::kLong && h.scalar_type() == at::kLong && r.numel() == h.numel() &&
                        r.is_contiguous() && h.is_contiguous(),
                    "gemm_order_probe: r and h must be contiguous int64 vectors of one length");
-  const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor out = at::empty({r.numel()}, x.options());
+  const c10::DeviceGuard guard(x.device());
+  at::Tensor out = empty_tensor({r.numel()}, x.options());
   C10_CUDA_CHECK(launch_gemm_order_probe(x.const_data_ptr<float>(), w.const_data_ptr<float>(), x.size(1), x.stride(0),
                                          w.stride(0), r.const_data_ptr<int64_t>(), h.const_data_ptr<int64_t>(),
                                          r.numel(), static_cast<int>(chains), tile, tree, out.mutable_data_ptr<float>(),
