@@ -76,12 +76,12 @@ gpu_suite() {
   local rest="tests $(for t in $MODEL_TESTS $HARNESS_TESTS tests/test_batch.py; do echo --ignore=$t; done)"
   local groups=("$MODEL_TESTS" "$rest" "$HARNESS_TESTS" tests/test_batch.py)
   build_modules || return 1
-  for i in 0 1 2 3; do
+  for i in "${!names[@]}"; do
     python3 -m pytest -v -rs --durations=10 ${groups[$i]} --results-table "$out/measurements_new.csv" \
       > "$out/gpu_suite_${names[$i]}.log" 2>&1 &
     pids+=($!)
   done
-  for i in 0 1 2 3; do
+  for i in "${!names[@]}"; do
     wait "${pids[$i]}" || failed="$failed ${names[$i]}"
     echo "${names[$i]}: $(tail -1 "$out/gpu_suite_${names[$i]}.log")"
   done
