@@ -66,8 +66,10 @@ std::string cat(const Parts&... parts) {
 }  // namespace kb14
 
 // TORCH_CHECK with a message made of strings only (see above). The message is built
-// only when the check fails. The _VALUE and _TYPE forms raise Python's ValueError and
-// TypeError (a wrong shape, a wrong dtype); the plain form raises RuntimeError.
+// only when the check fails. The _VALUE, _TYPE and _INDEX forms raise Python's ValueError,
+// TypeError and IndexError (a wrong shape, a wrong dtype, an index outside its tensor); the plain
+// form raises RuntimeError.
 #define KB14_CHECK(cond, ...) TORCH_CHECK(cond, ::kb14::message::cat(__VA_ARGS__))
 #define KB14_CHECK_VALUE(cond, ...) TORCH_CHECK_VALUE(cond, ::kb14::message::cat(__VA_ARGS__))
 #define KB14_CHECK_TYPE(cond, ...) TORCH_CHECK_TYPE(cond, ::kb14::message::cat(__VA_ARGS__))
+#define KB14_CHECK_INDEX(cond, ...) TORCH_CHECK_INDEX(cond, ::kb14::message::cat(__VA_ARGS__))

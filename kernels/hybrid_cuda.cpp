@@ -148,7 +148,17 @@ at::Tensor gemm_order_probe_cuda(const at::Tensor& x, const at::Tensor& w, const
   KB14_CHECK_VALUE(r.scalar_type() == at::kLong && h.scalar_type() == at::kLong && r.numel() == h.numel() &&
                        r.is_contiguous() && h.is_contiguous(),
                    "gemm_order_probe: r and h must be contiguous int64 vectors of one length");
+  KB14_CHECK(r.device() == x.device() && h.device() == x.device(), "gemm_order_probe: r and h must be on x's device, "
+             "got ", r.device(), " and ", h.device(), " for ", x.device());
   const c10::DeviceGuard guard(x.device());
+  // The kernel follows every index: each is checked on a host copy (the probe runs at calibration, once a GPU).
+  const at::Tensor r_host = r.cpu(), h_host = h.cpu();
+  const int64_t* rs = r_host.const_data_ptr<int64_t>();
+  const int64_t* hs = h_host.const_data_ptr<int64_t>();
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    KB14_CHECK_INDEX(rs[i] >= 0 && rs[i] < x.size(0) && hs[i] >= 0 && hs[i] < w.size(0), "gemm_order_probe: sample ",
+                     i, " is (", rs[i], ", ", hs[i], "), outside x's ", x.size(0), " rows and the weight's ", w.size(0));
+  }
   at::Tensor out = empty_tensor({r.numel()}, x.options());
   C10_CUDA_CHECK(launch_gemm_order_probe(x.const_data_ptr<float>(), w.const_data_ptr<float>(), x.size(1), x.stride(0),
                                          w.stride(0), r.const_data_ptr<int64_t>(), h.const_data_ptr<int64_t>(),

@@ -325,3 +325,18 @@ def test_rows_gemm_rejects_bad_input():
         hybrid_ops.hybrid_forward(x, w.double(), stats, 2, 1.5)
     with pytest.raises(ValueError, match="divisor"):
         hybrid_ops.hybrid_forward(x, w, stats, 0, 1.5)
+
+
+@pytest.mark.gpu
+def test_gemm_order_probe_rejects_indices_it_cannot_follow():
+    x = torch.rand(4, 8, device="cuda")
+    w = torch.rand(3, 8, device="cuda")
+    r = torch.tensor([0, 3], device="cuda")
+    h = torch.tensor([2, 0], device="cuda")
+    assert hybrid_ops.ORDER_PROBE(x, w, r, h, 1, 1, False).shape == (2,)
+    with pytest.raises(RuntimeError, match="on x's device"):
+        hybrid_ops.ORDER_PROBE(x, w, r.cpu(), h, 1, 1, False)
+    for bad_r, bad_h in ((torch.tensor([0, 4]), h), (r, torch.tensor([3, 0])), (torch.tensor([-1, 0]), h)):
+        with pytest.raises(IndexError, match="outside x's 4 rows and the weight's 3"):
+            hybrid_ops.ORDER_PROBE(x, w, bad_r.cuda(), bad_h.cuda(), 1, 1, False)
+    torch.cuda.synchronize()  # nothing was launched with them
