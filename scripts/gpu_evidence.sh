@@ -110,8 +110,15 @@ step vs_inductor python3 scripts/vs_inductor.py --out "$out/vs_inductor"
 step after_producer python3 scripts/experiments/after_producer.py $out/after_producer --producer-k 1024
 step after_producer_8192 python3 scripts/experiments/after_producer.py $out/after_producer_8192 --producer-k 8192
 step order_evidence python3 scripts/order_evidence.py --out "$out/order"
-step sanitize bash -c "for t in memcheck racecheck synccheck initcheck; do \
-  compute-sanitizer --tool \$t --error-exitcode 1 python3 scripts/sanitize_cuda.py || exit 1; done"
+sanitize() {  # every tool even after one fails; a row per tool from its log (scripts/sanitizer_rows.py)
+  local t logs=()
+  for t in memcheck racecheck synccheck initcheck; do
+    compute-sanitizer --tool $t --error-exitcode 1 python3 scripts/sanitize_cuda.py > "$out/sanitize_$t.log" 2>&1
+    logs+=("$out/sanitize_$t.log")
+  done
+  python3 scripts/sanitizer_rows.py "${logs[@]}" --table "$out/measurements_new.csv"
+}
+step sanitize sanitize
 step first_use python3 scripts/first_use.py --device cuda --runs 2 --out "$out/first_use.json" \
   --table "$out/measurements_new.csv"
 step first_use_hybrid python3 scripts/first_use.py --device cuda --model ModelNewHybrid --runs 2 \

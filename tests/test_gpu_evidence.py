@@ -35,7 +35,12 @@ def test_steps_run_in_the_order_named(tmp_path, stub_path):
     assert started == ["first_use", "sanitize", "build"]
     calls = (tmp_path / "calls.txt").read_text().splitlines()
     assert calls[0].startswith("python3 scripts/first_use.py --device cuda")
-    assert calls[1].startswith("compute-sanitizer --tool memcheck")
+    # Every sanitizer, each into its own log, then a row per log.
+    tools = [c.split()[2] for c in calls[1:5] if c.startswith("compute-sanitizer --tool ")]
+    assert tools == ["memcheck", "racecheck", "synccheck", "initcheck"]
+    assert calls[5] == (f"python3 scripts/sanitizer_rows.py "
+                        + " ".join(f"{tmp_path}/out/sanitize_{t}.log" for t in tools)
+                        + f" --table {tmp_path}/out/measurements_new.csv")
     assert calls[-1].startswith("python3 -c from kernels import jit")
     assert (tmp_path / "out.tgz").exists()
 
