@@ -47,7 +47,7 @@ def test_clean_logs_make_one_row_per_tool_and_exit_zero(tmp_path):
     ("memcheck", ONE_ERROR, "1 errors; 0 results differing from the reference", "yes"),
     ("racecheck", RACE_WARNING, "0 errors, 2 hazards; 0 results differing from the reference", "yes"),
     ("initcheck", MISMATCH, "0 errors; 3 results differing from the reference", "no"),
-])
+], ids=["memcheck error", "racecheck warning", "initcheck mismatch"])
 def test_an_error_a_hazard_or_a_mismatch_is_recorded_and_fails_the_run(tmp_path, tool, text, note, exact):
     result, rows = _run(tmp_path, {"synccheck": CLEAN, tool: text})
     assert result.returncode == 1
