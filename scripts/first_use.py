@@ -134,6 +134,7 @@ def main() -> int:
 
     result = {"device": args.device, "model": args.model, "torch": torch.__version__, "cpus": os.cpu_count(),
               "machine": platform.machine(), "runs": args.runs,
+              "gpu": torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else None,
               "seconds": {k: {"median": statistics.median(v), "all": v} for k, v in rows.items()},
               "first output's build steps, seconds, by run": build_steps,
               "note": "seconds from the start of each process's Python code (interpreter start not counted)"}
@@ -153,9 +154,8 @@ def table_rows(result: dict) -> list[dict]:
     """A row per measured step: the median in ms, the runs' range as the interval."""
     if result["device"] == "cpu":
         machine = f"{result['cpus']}-core CPU machine"
-    else:
-        import torch
-        machine = torch.cuda.get_device_name()
+    else:  # the GPU's name as the run recorded it, so that rows can be made on another machine
+        machine = result["gpu"]
     runs = result["runs"]
     model = result["model"]
     model_option = "" if model == "ModelNew" else f" --model {model}"

@@ -97,6 +97,19 @@ def test_first_use_reads_each_build_step_from_ninjas_log(built_cache):
     assert all(seconds >= 0 for seconds in steps["tail_cpu"].values()) and steps["tail_cpu"]["tail_cpu.o"] > 0
 
 
+def test_first_use_rows_name_the_gpu_the_run_recorded():
+    """Rows are made from a GPU run's JSON on any machine (this one may have no GPU)."""
+    spec = importlib.util.spec_from_file_location("first_use", ROOT / "scripts" / "first_use.py")
+    first_use = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_use)
+    result = {"device": "cuda", "gpu": "GPU X", "model": "ModelNew", "torch": "9.9", "runs": 2,
+              "seconds": {"import torch": {"all": [3.0, 4.0]}},
+              "first output's build steps, seconds, by run": [{"tail_cuda": {"link": 0.5}}, {"tail_cuda": {"link": 0.7}}]}
+    rows = first_use.table_rows(result)
+    assert [(r["gpu"], r["implementation"], r["time_ms"]) for r in rows] == [
+        ("GPU X", "import torch", "3500"), ("GPU X", "first ModelNew output's build: tail_cuda link", "600")]
+
+
 def test_a_build_killed_half_way_is_rebuilt(built_cache):
     build_dir = next(built_cache.glob("kb14_*/.done")).parent
     # What a builder killed mid-way leaves: no completion marker, torch's own
