@@ -40,6 +40,8 @@ SHAPES = [(1, 2), (1, 127), (1, 128), (1, 129), (3, 7049), (2, 291), (7, 3710), 
           (660, 6000), (200, 8000), (17, 61448), (16, 57345), (16, 40001), (1000, 4095), (300, 4097),
           (256, 8001)]
 
+# Where the run was (scripts/sanitizer_rows.py reads it back from the log).
+print(f"sanitize_cuda: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
 bad = 0
 for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
     for rows, cols in SHAPES:

@@ -88,24 +88,26 @@ def test_second_process_loads_from_the_cache_without_compiling(built_cache):
     assert "IMPORT_SECONDS" in out
 
 
-def test_first_use_reads_each_build_step_from_ninjas_log(built_cache):
+def _first_use():
+    """scripts/first_use.py as a module (scripts/ is not a package)."""
     spec = importlib.util.spec_from_file_location("first_use", ROOT / "scripts" / "first_use.py")
     first_use = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(first_use)
-    steps = first_use.ninja_steps(built_cache)
+    return first_use
+
+
+def test_first_use_reads_each_build_step_from_ninjas_log(built_cache):
+    steps = _first_use().ninja_steps(built_cache)
     assert list(steps) == ["tail_cpu"] and set(steps["tail_cpu"]) == {"tail_cpu.o", "tail_cpu_16bit.o", "link"}, steps
     assert all(seconds >= 0 for seconds in steps["tail_cpu"].values()) and steps["tail_cpu"]["tail_cpu.o"] > 0
 
 
 def test_first_use_rows_name_the_gpu_the_run_recorded():
     """Rows are made from a GPU run's JSON on any machine (this one may have no GPU)."""
-    spec = importlib.util.spec_from_file_location("first_use", ROOT / "scripts" / "first_use.py")
-    first_use = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(first_use)
     result = {"device": "cuda", "gpu": "GPU X", "model": "ModelNew", "torch": "9.9", "runs": 2,
               "seconds": {"import torch": {"all": [3.0, 4.0]}},
-              "first output's build steps, seconds, by run": [{"tail_cuda": {"link": 0.5}}, {"tail_cuda": {"link": 0.7}}]}
-    rows = first_use.table_rows(result)
+              "first output's build steps, seconds, by run": [{"tail_cuda": {"link": t}} for t in (0.5, 0.7)]}
+    rows = _first_use().table_rows(result)
     assert [(r["gpu"], r["implementation"], r["time_ms"]) for r in rows] == [
         ("GPU X", "import torch", "3500"), ("GPU X", "first ModelNew output's build: tail_cuda link", "600")]
 
